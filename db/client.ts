@@ -1,0 +1,68 @@
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import * as schema from "./schema";
+
+/** The drizzle database both drivers give us: store code is written against this type only. */
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface Database {
+  readonly db: Db;
+  readonly kind: "embedded" | "server";
+  /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
+  listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
+  close(): Promise<void>;
+}
+
+const migrationsFolder = join(dirname(fileURLToPath(import.meta.url)), "migrations");
+
+/**
+ * Opens the store and applies the committed migrations. With a URL: postgres.js on a real
+ * server. Without: embedded Postgres (PGlite) persisted in `dataDir` (or in memory when
+ * dataDir is ":memory:").
+ */
+export async function openDatabase(options: { url?: string; dataDir?: string }): Promise<Database> {
+  if (options.url) {
+    const client = postgres(options.url, { max: 10, onnotice: () => {} });
+    const db = drizzlePostgres({ client, schema, casing: "snake_case" });
+    await migratePostgres(db, { migrationsFolder });
+    return {
+      db: db as unknown as Db,
+      kind: "server",
+      async listen(channel, onNotify) {
+        const sub = await client.listen(channel, () => onNotify());
+        return { unlisten: () => sub.unlisten() };
+      },
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  const dir = options.dataDir ?? ":memory:";
+  let client: PGlite;
+  if (dir === ":memory:") {
+    client = new PGlite();
+  } else {
+    mkdirSync(dir, { recursive: true });
+    client = new PGlite(join(dir, "pg"));
+  }
+  const db = drizzlePglite({ client, schema, casing: "snake_case" });
+  await migratePglite(db, { migrationsFolder });
+  return {
+    db: db as unknown as Db,
+    kind: "embedded",
+    listen: async () => null,
+    close: () => client.close(),
+  };
+}
+
+/** Rows of a `db.execute` result, whichever driver produced it. */
+export function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}

@@ -1,0 +1,151 @@
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  bigserial,
+  boolean,
+  date,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+const createdAt = () => timestamp({ withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+/** A tenant is one publisher. */
+export const tenants = pgTable("tenants", {
+  id: text().primaryKey(),
+  isDefault: boolean().notNull().default(false),
+  createdAt: createdAt(),
+});
+
+/** Host names that select a tenant; the default tenant answers every other host. */
+export const tenantHosts = pgTable("tenant_hosts", {
+  host: text().primaryKey(),
+  tenantId: text()
+    .notNull()
+    .references(() => tenants.id, { onDelete: "cascade" }),
+});
+
+export const sites = pgTable(
+  "sites",
+  {
+    tenantId: text()
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    id: text().notNull(),
+    disabled: boolean().notNull().default(false),
+    liveVersion: integer(),
+    previewVersion: integer(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.id] })],
+);
+
+/** Every deployed or staged site document, versioned per site. */
+export const siteDocuments = pgTable(
+  "site_documents",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    version: integer().notNull(),
+    stage: text({ enum: ["live", "preview"] }).notNull(),
+    document: jsonb().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.version] })],
+);
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    name: text().notNull(),
+    /** `svc_` plus six characters: what listings show. */
+    prefix: text().notNull(),
+    /** SHA-256 (hex) of the key value; the value itself is never stored. */
+    hash: text().notNull(),
+    permissions: text().array().notNull().default(sql`'{}'::text[]`),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }),
+    revokedAt: timestamp({ withTimezone: true, mode: "date" }),
+    requestCount: bigint({ mode: "number" }).notNull().default(0),
+    lastUsedOn: date({ mode: "string" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("api_keys_hash_idx").on(t.hash), index("api_keys_site_idx").on(t.tenantId, t.siteId)],
+);
+
+export const users = pgTable(
+  "users",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    email: text().notNull(),
+    emailVerified: boolean().notNull().default(false),
+    name: text(),
+    firstName: text(),
+    lastName: text(),
+    image: text(),
+    traits: jsonb().notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("users_tenant_email_idx").on(t.tenantId, t.email)],
+);
+
+export const grants = pgTable(
+  "grants",
+  {
+    tenantId: text().notNull(),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    grant: text().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.grant] })],
+);
+
+/** Meter counters: one row per (site, meter, subject, period). */
+export const meterCounts = pgTable(
+  "meter_counts",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    meter: text().notNull(),
+    subject: text().notNull(),
+    period: text().notNull(),
+    count: integer().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.meter, t.subject, t.period] })],
+);
+
+/** Members of seen-set meters: an article counts once per period. */
+export const meterSeen = pgTable(
+  "meter_seen",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    meter: text().notNull(),
+    subject: text().notNull(),
+    period: text().notNull(),
+    item: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.meter, t.subject, t.period, t.item] })],
+);
+
+/** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
+export const changeLog = pgTable("change_log", {
+  id: bigserial({ mode: "number" }).primaryKey(),
+  topic: text({ enum: ["tenant", "site", "key", "grants"] }).notNull(),
+  tenantId: text().notNull(),
+  subject: text().notNull(),
+  createdAt: createdAt(),
+});

@@ -1,0 +1,63 @@
+import { timingSafeEqual } from "node:crypto";
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { AppError } from "../http/errors";
+import { hashSecret } from "../keys/key-value";
+import {
+  CreateSiteBody,
+  CreateTenantBody,
+  DeployBody,
+  IssueKeyBody,
+  KeyParams,
+  SiteParams,
+  TenantParams,
+} from "./model";
+import { createSite, createTenant, deploySite, requireSite } from "./service";
+import { adminUserRoutes } from "./user-routes";
+
+/** Constant-time check of an operator token against the configured one (compared as hashes). */
+export function operatorTokenMatches(presented: string | null, expected: string): boolean {
+  if (!presented) return false;
+  return timingSafeEqual(Buffer.from(hashSecret(presented), "hex"), Buffer.from(hashSecret(expected), "hex"));
+}
+
+/** The operator plane under /admin: what the CLI (and later the console) calls. */
+export function adminRoutes(deps: Deps) {
+  return new Elysia({ prefix: "/admin" })
+    .onBeforeHandle(({ request }) => {
+      const auth = request.headers.get("authorization");
+      const token = auth?.toLowerCase().startsWith("bearer ") ? auth.slice(7).trim() : null;
+      if (!operatorTokenMatches(token, deps.config.operatorToken)) {
+        throw new AppError("unauthorized", "Invalid or missing operator token.");
+      }
+    })
+    .get("/tenants", async () => ({ tenants: await deps.siteStore.listTenants() }))
+    .post("/tenants", async ({ body, set }) => {
+      set.status = 201;
+      return { tenant: await createTenant(deps, body) };
+    }, { body: CreateTenantBody })
+    .get("/tenants/:tenant/sites", async ({ params }) => {
+      if (!deps.registry.hasTenant(params.tenant)) throw new AppError("not_found", "Unknown tenant.");
+      return { sites: await deps.siteStore.listSites(params.tenant) };
+    }, { params: TenantParams })
+    .post("/tenants/:tenant/sites", async ({ params, body, set }) => {
+      set.status = 201;
+      return { site: await createSite(deps, params.tenant, body.id) };
+    }, { params: TenantParams, body: CreateSiteBody })
+    .post("/tenants/:tenant/sites/:site/deploy", async ({ params, body }) => ({
+      deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
+    }), { params: SiteParams, body: DeployBody })
+    .get("/tenants/:tenant/sites/:site/keys", async ({ params }) => {
+      await requireSite(deps, params.tenant, params.site);
+      return { keys: await deps.keys.list(params.tenant, params.site, deps.now()) };
+    }, { params: SiteParams })
+    .post("/tenants/:tenant/sites/:site/keys", async ({ params, body, set }) => {
+      await requireSite(deps, params.tenant, params.site);
+      set.status = 201;
+      return await deps.keys.issue(params.tenant, params.site, body, deps.now());
+    }, { params: SiteParams, body: IssueKeyBody })
+    .post("/tenants/:tenant/sites/:site/keys/:keyId/revoke", async ({ params }) => ({
+      key: await deps.keys.revoke(params.tenant, params.site, params.keyId, deps.now()),
+    }), { params: KeyParams })
+    .use(adminUserRoutes(deps));
+}

@@ -1,0 +1,42 @@
+import { validateSiteDocument } from "../core/document";
+import type { Deps } from "../deps";
+import { AppError } from "../http/errors";
+
+type AdminDeps = Pick<Deps, "siteStore" | "changes" | "registry">;
+
+export async function createTenant(deps: AdminDeps, input: { id: string; hosts?: string[]; default?: boolean }) {
+  const hosts = [...new Set((input.hosts ?? []).map((h) => h.toLowerCase()))];
+  const result = await deps.siteStore.createTenant(input.id, hosts, input.default ?? false);
+  if (result === "exists") throw new AppError("conflict", "A tenant with that id already exists.");
+  if (result === "host_taken") throw new AppError("conflict", "One of those hosts already belongs to a tenant.");
+  await deps.changes.publish({ topic: "tenant", tenantId: input.id, subject: input.id });
+  return { id: input.id, hosts, default: input.default ?? false };
+}
+
+export async function createSite(deps: AdminDeps, tenantId: string, siteId: string) {
+  const result = await deps.siteStore.createSite(tenantId, siteId);
+  if (result === "no_tenant") throw new AppError("not_found", "Unknown tenant.");
+  if (result === "exists") throw new AppError("conflict", "A site with that id already exists in this tenant.");
+  await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
+  return { id: siteId, tenant: tenantId, disabled: false, liveVersion: null, previewVersion: null };
+}
+
+export async function requireSite(deps: AdminDeps, tenantId: string, siteId: string) {
+  const [site] = await deps.siteStore.loadSites({ tenantId, siteId });
+  if (!site) throw new AppError("not_found", "Unknown site.");
+  return site;
+}
+
+/**
+ * Validates (schema + semantic checks), stores a new version and tells every process to swap
+ * to it. An invalid document is refused with the failing JSON paths and changes nothing.
+ */
+export async function deploySite(deps: AdminDeps, tenantId: string, siteId: string, document: unknown, preview: boolean) {
+  await requireSite(deps, tenantId, siteId);
+  const checked = validateSiteDocument(document);
+  if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);
+  const stage = preview ? "preview" : "live";
+  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage);
+  await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
+  return { site: siteId, tenant: tenantId, version, stage };
+}

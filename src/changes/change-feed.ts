@@ -1,0 +1,99 @@
+import { gt, sql } from "drizzle-orm";
+import { type Database, rowsOf } from "../../db/client";
+import { changeLog } from "../../db/schema";
+import type { Logger } from "../logger";
+
+export type ChangeTopic = "tenant" | "site" | "key" | "grants";
+
+export interface Change {
+  readonly topic: ChangeTopic;
+  readonly tenantId: string;
+  readonly subject: string;
+}
+
+const CHANNEL = "svc_changes";
+
+/**
+ * Tells every process that a tenant, site, key or user's grants changed, so it reloads that
+ * one thing. Writers append to `change_log` (and NOTIFY on a server); readers apply rows past
+ * the last id they saw: on NOTIFY on a server, on a short poll always (the embedded store has
+ * no NOTIFY across processes; on a server the poll is the safety net for a lost NOTIFY).
+ */
+export class ChangeFeed {
+  private lastId = 0;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private unlisten: (() => Promise<void>) | null = null;
+  private polling: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly database: Database,
+    private readonly apply: (change: Change) => Promise<void>,
+    private readonly logger: Logger,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Skips history: the caller loads full state at start, so only later changes matter. */
+  async start(): Promise<void> {
+    const rows = rowsOf<{ id: number | string }>(
+      await this.database.db.execute(sql`select coalesce(max(id), 0) as id from change_log`),
+    );
+    this.lastId = Number(rows[0]?.id ?? 0);
+    const sub = await this.database.listen(CHANNEL, () => void this.poll());
+    this.unlisten = sub?.unlisten ?? null;
+    this.timer = setInterval(() => void this.poll(), this.pollMs);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.unlisten) await this.unlisten();
+    this.unlisten = null;
+    if (this.polling) await this.polling;
+  }
+
+  /** Records a change and applies it in this process before returning. */
+  async publish(change: Change): Promise<void> {
+    await this.database.db.insert(changeLog).values(change);
+    if (this.database.kind === "server") {
+      await this.database.db.execute(sql`select pg_notify(${CHANNEL}, '')`);
+    }
+    await this.poll();
+  }
+
+  /** Applies every change past the last one seen; overlapping calls coalesce. */
+  poll(): Promise<void> {
+    if (this.polling) {
+      this.again = true;
+      return this.polling;
+    }
+    this.polling = (async () => {
+      do {
+        this.again = false;
+        try {
+          const rows = await this.database.db
+            .select()
+            .from(changeLog)
+            .where(gt(changeLog.id, this.lastId))
+            .orderBy(changeLog.id)
+            .limit(1000);
+          for (const row of rows) {
+            try {
+              await this.apply(row);
+            } catch (error) {
+              this.logger.error("applying a change failed", { topic: row.topic, subject: row.subject, error: String(error) });
+            }
+            this.lastId = row.id;
+          }
+          if (rows.length === 1000) this.again = true;
+        } catch (error) {
+          this.logger.warn("change poll failed", { error: String(error) });
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.polling = null;
+    });
+    return this.polling;
+  }
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bun
+import { run } from "./run";
+
+const code = await run(process.argv.slice(2), {
+  env: process.env,
+  stdout: (s) => process.stdout.write(s),
+  stderr: (s) => process.stderr.write(s),
+});
+process.exit(code);

@@ -1,0 +1,235 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { siteDocumentJsonSchema } from "../core/document";
+
+export interface CliIo {
+  readonly env: Record<string, string | undefined>;
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+class CliError extends Error {}
+
+const USAGE = `Usage: svc <command> [options]   (every command takes --json)
+
+  tenant create <id> [--host H]... [--default]
+  tenant list
+  site create <site> [--tenant T]
+  site list [--tenant T]
+  deploy <site> <file> [--preview] [--tenant T]
+  preview-token <site> [--ttl-seconds S] [--tenant T]
+  keys issue <site> --name N [--expires-days D] [--permission streaming:write] [--tenant T]
+  keys list <site> [--tenant T]
+  keys revoke <site> <keyId> [--tenant T]
+  users create <email> [--tenant T]
+  grants add <userId> <grant> [--expires ISO-DATE] [--tenant T]
+  grants revoke <userId> <grant> [--tenant T]
+  grants list <userId> [--tenant T]
+  schema                      print the site-document JSON Schema (no server needed)
+
+Environment: SVC_URL (default http://127.0.0.1:$PORT, PORT default 3000),
+SVC_OPERATOR_TOKEN (else read from $SVC_DATA_DIR/operator-token, SVC_DATA_DIR default ./data).
+`;
+
+function operatorToken(env: CliIo["env"]): string {
+  if (env.SVC_OPERATOR_TOKEN) return env.SVC_OPERATOR_TOKEN;
+  const file = join(resolve(env.SVC_DATA_DIR || "./data"), "operator-token");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  throw new CliError(`No operator token: set SVC_OPERATOR_TOKEN or start the server once so it writes ${file}.`);
+}
+
+/** Runs one CLI command against the admin API; returns the process exit code. */
+export async function run(argv: string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const asJson = values.json === true;
+  if (values.help || positionals.length === 0) {
+    (positionals.length === 0 && !values.help ? io.stderr : io.stdout)(USAGE);
+    return positionals.length === 0 && !values.help ? 2 : 0;
+  }
+  try {
+    const result = await dispatch(positionals, values, io.env);
+    io.stdout(asJson ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof CliError) {
+      io.stderr(asJson ? `${JSON.stringify({ error: error.message })}\n` : `svc: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      tenant: { type: "string" },
+      host: { type: "string", multiple: true },
+      default: { type: "boolean" },
+      preview: { type: "boolean" },
+      name: { type: "string" },
+      "expires-days": { type: "string" },
+      permission: { type: "string", multiple: true },
+      expires: { type: "string" },
+      "ttl-seconds": { type: "string" },
+    },
+  });
+}
+
+type Values = ReturnType<typeof parse>["values"];
+
+interface Output {
+  json: unknown;
+  text: string;
+}
+
+async function dispatch(args: string[], values: Values, env: CliIo["env"]): Promise<Output> {
+  const [group, action, ...rest] = args;
+  const tenant = encodeURIComponent(values.tenant ?? "default");
+  const need = (n: number, usage: string) => {
+    if (rest.length < n) throw new CliError(`usage: svc ${usage}`);
+    return rest.map(encodeURIComponent);
+  };
+  const call = (method: string, path: string, body?: unknown) => request(env, method, path, body);
+
+  switch (`${group} ${action ?? ""}`.trim()) {
+    case "schema":
+      return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
+    case "tenant create": {
+      if (rest.length < 1) throw new CliError("usage: svc tenant create <id> [--host H]... [--default]");
+      const out = await call("POST", "/admin/tenants", { id: rest[0], hosts: values.host ?? [], default: values.default ?? false });
+      return { json: out, text: `tenant ${rest[0]} created` };
+    }
+    case "tenant list": {
+      const out = (await call("GET", "/admin/tenants")) as { tenants: { id: string; hosts: string[]; isDefault: boolean }[] };
+      return { json: out, text: out.tenants.map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}`).join("\n") };
+    }
+    case "site create": {
+      const [site] = need(1, "site create <site> [--tenant T]");
+      const out = await call("POST", `/admin/tenants/${tenant}/sites`, { id: rest[0] });
+      return { json: out, text: `site ${decodeURIComponent(site ?? "")} created` };
+    }
+    case "site list": {
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites`)) as { sites: { id: string; liveVersion: number | null }[] };
+      return { json: out, text: out.sites.map((s) => `${s.id}\tlive v${s.liveVersion ?? "-"}`).join("\n") };
+    }
+    case "deploy": {
+      // `svc deploy <site> <file>`: the action slot holds the site.
+      const site = action;
+      const file = rest[0];
+      if (!site || !file) throw new CliError("usage: svc deploy <site> <file> [--preview] [--tenant T]");
+      let document: unknown;
+      try {
+        document = JSON.parse(readFileSync(file, "utf8"));
+      } catch (error) {
+        throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+      }
+      const out = (await call("POST", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/deploy`, {
+        document,
+        preview: values.preview ?? false,
+      })) as { deployment: { version: number; stage: string } };
+      return { json: out, text: `deployed ${site} version ${out.deployment.version} (${out.deployment.stage})` };
+    }
+    case "preview-token": {
+      const site = action;
+      if (!site) throw new CliError("usage: svc preview-token <site> [--ttl-seconds S] [--tenant T]");
+      const ttl = values["ttl-seconds"] ? Number(values["ttl-seconds"]) : undefined;
+      const out = (await call("POST", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/preview-tokens`, {
+        ttlSeconds: ttl,
+      })) as { token: string; expiresAt: string };
+      return { json: out, text: `${out.token}\n(expires ${out.expiresAt}; send it as the x-svc-preview header)` };
+    }
+    case "keys issue": {
+      const [site] = need(1, "keys issue <site> --name N [--expires-days D] [--permission streaming:write]");
+      if (!values.name) throw new CliError("keys issue needs --name");
+      const out = (await call("POST", `/admin/tenants/${tenant}/sites/${site}/keys`, {
+        name: values.name,
+        expiresInDays: values["expires-days"] ? Number(values["expires-days"]) : undefined,
+        permissions: values.permission,
+      })) as { key: string; id: string };
+      return { json: out, text: `${out.key}\n(key id ${out.id}; this value is shown once and cannot be recovered)` };
+    }
+    case "keys list": {
+      const [site] = need(1, "keys list <site>");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${site}/keys`)) as {
+        keys: { id: string; name: string; prefix: string; permissions: string[]; status: string; requests: number; lastUsed: string | null; expires: string | null }[];
+      };
+      const lines = out.keys.map((k) =>
+        [k.id, k.name, `${k.prefix}…`, k.permissions.join(","), k.status, k.requests, k.lastUsed ?? "never", k.expires ?? "never"].join("\t"),
+      );
+      return { json: out, text: ["ID\tNAME\tKEY\tPERMISSIONS\tSTATUS\tREQUESTS\tLAST USED\tEXPIRES", ...lines].join("\n") };
+    }
+    case "keys revoke": {
+      const [site, keyId] = need(2, "keys revoke <site> <keyId>");
+      const out = await call("POST", `/admin/tenants/${tenant}/sites/${site}/keys/${keyId}/revoke`);
+      return { json: out, text: `key ${decodeURIComponent(keyId ?? "")} revoked` };
+    }
+    case "users create": {
+      if (rest.length < 1) throw new CliError("usage: svc users create <email>");
+      const out = (await call("POST", `/admin/tenants/${tenant}/users`, { email: rest[0] })) as { user: { id: string } };
+      return { json: out, text: `user ${out.user.id}` };
+    }
+    case "grants add": {
+      const [user, grant] = need(2, "grants add <userId> <grant> [--expires ISO-DATE]");
+      const out = await call("POST", `/admin/tenants/${tenant}/users/${user}/grants`, {
+        grant: rest[1],
+        expiresAt: values.expires,
+      });
+      return { json: out, text: `grant ${decodeURIComponent(grant ?? "")} added` };
+    }
+    case "grants revoke": {
+      const [user, grant] = need(2, "grants revoke <userId> <grant>");
+      const out = await call("DELETE", `/admin/tenants/${tenant}/users/${user}/grants/${grant}`);
+      return { json: out, text: `grant ${decodeURIComponent(grant ?? "")} revoked` };
+    }
+    case "grants list": {
+      const [user] = need(1, "grants list <userId>");
+      const out = (await call("GET", `/admin/tenants/${tenant}/users/${user}/grants`)) as { grants: { grant: string; expiresAt: string | null }[] };
+      return { json: out, text: out.grants.map((g) => `${g.grant}\t${g.expiresAt ?? "never"}`).join("\n") };
+    }
+    default:
+      throw new CliError(`unknown command "${args.join(" ")}"; see svc --help`);
+  }
+}
+
+async function request(env: CliIo["env"], method: string, path: string, body?: unknown): Promise<unknown> {
+  const base = (env.SVC_URL || `http://127.0.0.1:${env.PORT || 3000}`).replace(/\/$/, "");
+  let response: Response;
+  try {
+    response = await fetch(base + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${operatorToken(env)}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`cannot reach the server at ${base} (${(error as Error).message}); is it running?`);
+  }
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch {
+    throw new CliError(`unexpected answer from the server (${response.status})`);
+  }
+  if (!response.ok) {
+    const err = (parsed as { error?: { code?: string; message?: string; details?: unknown } }).error;
+    const details = err?.details ? `\n${JSON.stringify(err.details, null, 2)}` : "";
+    throw new CliError(`${err?.message ?? `HTTP ${response.status}`} (${err?.code ?? response.status})${details}`);
+  }
+  return parsed;
+}

@@ -1,0 +1,102 @@
+import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+
+/** Frozen configuration, read once from the environment in main.ts and passed down. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Postgres server URL; undefined means embedded Postgres (PGlite) under dataDir. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  /** Operator token for /admin and the CLI. */
+  readonly operatorToken: string;
+  /** Secret that signs preview tokens and access cookies (HMAC / JWT). */
+  readonly secret: string;
+  /** Largest accepted request body, in bytes. */
+  readonly maxBodyBytes: number;
+  /** How often counter deltas are flushed to Postgres. */
+  readonly flushIntervalMs: number;
+  /** Seed the demo tenant/site/key on an empty store (default: only when embedded). */
+  readonly seedDemo: boolean;
+  readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** Iglu vendor of the experiment-exposure schema in decide responses. */
+  readonly igluVendor: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number (got "${raw}")`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max} (got ${value})`);
+  return value;
+}
+
+/** Reads a secret from the environment, else from a 0600 file in the data folder (created once). */
+function secretVar(env: Env, name: string, dataDir: string, fileName: string, minLength: number): string {
+  const raw = env[name];
+  if (raw !== undefined && raw !== "") {
+    if (raw.length < minLength) throw new ConfigError(name, `must be at least ${minLength} characters`);
+    return raw;
+  }
+  const file = join(dataDir, fileName);
+  if (existsSync(file)) {
+    const stored = readFileSync(file, "utf8").trim();
+    if (stored.length >= minLength) return stored;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const generated = randomBytes(32).toString("base64url");
+  writeFileSync(file, `${generated}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return generated;
+}
+
+/** Validates the environment and returns a frozen Config; throws ConfigError naming the variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = intVar(env, "PORT", 3000, 0, 65535);
+  const databaseUrl = env.DATABASE_URL === "" ? undefined : env.DATABASE_URL;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL", "must be a postgres:// or postgresql:// URL");
+  }
+  const dataDir = resolve(env.SVC_DATA_DIR || "./data");
+  const logLevel = (env.SVC_LOG_LEVEL || "info") as Config["logLevel"];
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
+    throw new ConfigError("SVC_LOG_LEVEL", "must be one of debug, info, warn, error, silent");
+  }
+  const seedRaw = env.SVC_SEED_DEMO;
+  if (seedRaw !== undefined && seedRaw !== "" && !["0", "1", "true", "false"].includes(seedRaw)) {
+    throw new ConfigError("SVC_SEED_DEMO", "must be 1, 0, true or false");
+  }
+  const seedDemo = seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
+  return Object.freeze({
+    port,
+    host: env.HOST || "0.0.0.0",
+    databaseUrl,
+    dataDir,
+    operatorToken: secretVar(env, "SVC_OPERATOR_TOKEN", dataDir, "operator-token", 24),
+    secret: secretVar(env, "SVC_SECRET", dataDir, "secret", 32),
+    maxBodyBytes: intVar(env, "SVC_MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    flushIntervalMs: intVar(env, "SVC_FLUSH_INTERVAL_MS", 250, 10, 60_000),
+    seedDemo,
+    logLevel,
+    igluVendor: igluVendor(env),
+  });
+}
+
+function igluVendor(env: Env): string {
+  const value = env.SVC_IGLU_VENDOR || "com.svc";
+  if (!/^[a-zA-Z0-9_.-]+$/.test(value)) throw new ConfigError("SVC_IGLU_VENDOR", "must be a reverse-DNS vendor like com.example");
+  return value;
+}

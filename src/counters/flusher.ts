@@ -1,0 +1,58 @@
+import type { Logger } from "../logger";
+
+/** Something holding unflushed deltas. A failed flush must merge its deltas back. */
+export interface Flushable {
+  readonly name: string;
+  flush(): Promise<void>;
+}
+
+/**
+ * Drains every counter's deltas to Postgres on a short timer and on demand (shutdown).
+ * Flushes never overlap: a tick that finds one running waits for the next interval.
+ */
+export class Flusher {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly parts: readonly Flushable[],
+    private readonly intervalMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (!this.running) void this.flushAll();
+    }, this.intervalMs);
+    // The timer alone must not keep a process alive (tests, CLI).
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Flushes every part; resolves when all deltas known now are durable (or merged back). */
+  async flushAll(): Promise<void> {
+    while (this.running) await this.running;
+    this.running = (async () => {
+      for (const part of this.parts) {
+        try {
+          await part.flush();
+        } catch (error) {
+          this.logger.error("counter flush failed; deltas kept for the next flush", {
+            counter: part.name,
+            error: String(error),
+          });
+        }
+      }
+    })();
+    try {
+      await this.running;
+    } finally {
+      this.running = null;
+    }
+  }
+}

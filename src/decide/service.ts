@@ -1,0 +1,166 @@
+import type { CompiledSite } from "../core/compile";
+import { evaluateBatch } from "../core/evaluate";
+import type { FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
+import { meterKey, type MeterCounters, type MeterState } from "../counters/meter-counters";
+import type { RateWindows } from "../counters/rate-windows";
+import { AppError } from "../http/errors";
+import type { SiteState } from "../sites/registry";
+import type { UserFactsCache } from "../users/facts-cache";
+import type { DecideInput } from "./model";
+
+export interface DecideDeps {
+  readonly meters: MeterCounters;
+  readonly userFacts: UserFactsCache;
+  readonly igluVendor: string;
+}
+
+export interface ExposureEvent {
+  schema: string;
+  data: { experiment: string; variant: string; preview: boolean };
+}
+
+/** The response contract of DESIGN.md, member names exactly as written there. */
+export interface DecideResponse {
+  decisions: Record<string, FeatureDecision>;
+  unanswered: string[];
+  preview: boolean;
+  accessMissing?: true;
+  exposures: ExposureEvent[];
+}
+
+export interface DecideRequest {
+  readonly site: SiteState;
+  /** The compiled document to evaluate: live, or the staged one under a valid preview token. */
+  readonly document: CompiledSite;
+  readonly preview: boolean;
+  readonly input: DecideInput;
+  readonly userId: string | null;
+  readonly now: number;
+}
+
+const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
+
+/** A 429 with Retry-After when the window is spent; a domain result turned into an error here. */
+export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
+  const retryAfter = windows.take(key, nowMs);
+  if (retryAfter > 0) {
+    throw new AppError("rate_limited", "Too many requests.", undefined, 429, { "retry-after": String(retryAfter) });
+  }
+}
+
+interface HeldMeter {
+  key: string;
+  state: MeterState;
+  seenKind: boolean;
+}
+
+/**
+ * Decides a batch: builds one frozen fact snapshot (awaiting the store only for users and
+ * meters not yet held in memory), evaluates every named feature, then applies the batch's
+ * deduplicated effects (meter ticks) once all features have resolved.
+ */
+export async function decide(deps: DecideDeps, req: DecideRequest): Promise<DecideResponse> {
+  const { site, document, input, now } = req;
+  const subject = req.userId ?? input.deviceId ?? null;
+
+  let traits: Readonly<Record<string, unknown>> | null = null;
+  let grants = EMPTY_OBJECT as FactSnapshot["grants"];
+  if (req.userId !== null) {
+    const found = deps.userFacts.get(site.tenantId, req.userId, now);
+    const facts = found instanceof Promise ? await found : found;
+    traits = facts.traits;
+    grants = facts.grants;
+  }
+
+  const verified = document.verifyContent(input.content, now);
+  const articleId = verified?.articleId ?? null;
+
+  // Meters the named features may read or tick, held in memory before evaluating.
+  let held: Map<string, HeldMeter> | null = null;
+  if (subject !== null) {
+    for (const name of input.features) {
+      const feature = document.features.get(name);
+      if (!feature || feature.meters.length === 0) continue;
+      for (const meterName of feature.meters) {
+        if (held?.has(meterName)) continue;
+        const meter = document.meters.get(meterName);
+        if (!meter) continue;
+        const key = meterKey(site.tenantId, site.id, meterName, subject, meter.periodKey(now));
+        const seenKind = meter.kind === "seen";
+        const state = deps.meters.peek(key) ?? (await deps.meters.read(key, seenKind));
+        (held ??= new Map()).set(meterName, { key, state, seenKind });
+      }
+    }
+  }
+  // Reads are snapshotted now: values before this request's own ticks.
+  let reads: Map<string, MeterRead> | null = null;
+  if (held !== null) {
+    reads = new Map();
+    for (const [name, h] of held) {
+      const meter = document.meters.get(name);
+      if (!meter) continue;
+      reads.set(name, {
+        allowance: meter.allowance,
+        count: h.state.count,
+        seen: h.seenKind && articleId !== null && (h.state.seen?.includes(articleId) ?? false),
+      });
+    }
+  }
+  const meterReads = reads;
+
+  const snapshot: FactSnapshot = Object.freeze({
+    now,
+    content: verified?.facts ?? null,
+    articleId,
+    grants,
+    user: traits,
+    context: input.context ?? EMPTY_OBJECT,
+    streaming: EMPTY_OBJECT,
+    external: EMPTY_OBJECT,
+    gift: EMPTY_OBJECT,
+    subject,
+    meter: (name: string) => meterReads?.get(name),
+  });
+
+  const result = evaluateBatch(document, input.features, snapshot);
+
+  // Effects, applied once after every feature resolved.
+  if (held !== null) {
+    for (const name of result.ticks) {
+      const h = held.get(name);
+      if (!h) continue;
+      if (h.seenKind) {
+        if (articleId !== null) deps.meters.tickSeen(h.key, h.state, articleId);
+      } else {
+        deps.meters.tickCount(h.key, h.state);
+      }
+    }
+  }
+
+  const exposures: ExposureEvent[] = [];
+  if (result.exposures.length > 0) {
+    const schema = `iglu:${deps.igluVendor}/experiment_exposure/jsonschema/1-0-0`;
+    for (const e of result.exposures) {
+      exposures.push({ schema, data: { experiment: e.experiment, variant: e.variant, preview: req.preview } });
+    }
+  }
+
+  return {
+    decisions: withoutJourneyUrls(result.decisions),
+    unanswered: result.unanswered,
+    preview: req.preview,
+    exposures,
+  };
+}
+
+/** Decide answers carry outcome, type, fields and meters; destinations belong to forward. */
+function withoutJourneyUrls(decisions: Record<string, FeatureDecision>): Record<string, FeatureDecision> {
+  for (const name in decisions) {
+    const d = decisions[name];
+    if (d && (d.url !== undefined || d.fallbackUrl !== undefined)) {
+      const { url: _u, fallbackUrl: _f, ...rest } = d;
+      decisions[name] = rest;
+    }
+  }
+  return decisions;
+}

@@ -1,0 +1,113 @@
+import { type Database, openDatabase } from "../db/client";
+import { type Change, ChangeFeed } from "./changes/change-feed";
+import type { Config } from "./config";
+import { Flusher } from "./counters/flusher";
+import { MeterCounters } from "./counters/meter-counters";
+import { KeyService } from "./keys/service";
+import { KeyStore } from "./keys/store";
+import { KeyUsage } from "./keys/usage";
+import { createLogger, type Logger } from "./logger";
+import { SiteRegistry } from "./sites/registry";
+import { SiteStore } from "./sites/store";
+import { PreviewTokens } from "./preview/tokens";
+import { RateWindows } from "./counters/rate-windows";
+import { UserFactsCache } from "./users/facts-cache";
+import { UserStore } from "./users/store";
+
+/** Keyed decide: 2,000 requests per fixed 10-second window per key. */
+export const KEYED_DECIDE_LIMIT = 2_000;
+export const DECIDE_WINDOW_MS = 10_000;
+
+/** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
+export interface Deps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly database: Database;
+  readonly changes: ChangeFeed;
+  readonly siteStore: SiteStore;
+  readonly registry: SiteRegistry;
+  readonly keyStore: KeyStore;
+  readonly keys: KeyService;
+  readonly meters: MeterCounters;
+  readonly flusher: Flusher;
+  readonly users: UserStore;
+  readonly userFacts: UserFactsCache;
+  readonly previewTokens: PreviewTokens;
+  readonly keyedDecideRate: RateWindows;
+}
+
+export interface DepsOverrides {
+  readonly now?: () => number;
+  readonly logger?: Logger;
+  /** An already-open database (tests share one per file). */
+  readonly database?: Database;
+  /** How often the change feed polls (ms). */
+  readonly pollMs?: number;
+}
+
+/** The composition root: opens the store, builds stores, caches, counters and the change feed. */
+export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const now = overrides.now ?? Date.now;
+  const database =
+    overrides.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const siteStore = new SiteStore(database.db);
+  const registry = new SiteRegistry(siteStore, logger);
+  const keyStore = new KeyStore(database.db);
+  const keyUsage = new KeyUsage(keyStore);
+  const meters = new MeterCounters(database.db);
+  const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
+  const users = new UserStore(database.db);
+  const userFacts = new UserFactsCache(users);
+
+  // The feed needs the key service and the key service publishes to the feed.
+  let keys: KeyService | undefined;
+  const apply = async (change: Change) => {
+    switch (change.topic) {
+      case "tenant":
+        return registry.reloadTenants();
+      case "site":
+        return registry.reloadSite(change.tenantId, change.subject);
+      case "key":
+        return keys?.onKeyChanged(change.subject);
+      case "grants":
+        return userFacts.invalidate(change.tenantId, change.subject);
+    }
+  };
+  const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 250 : 1000);
+  const changes = new ChangeFeed(database, apply, logger, pollMs);
+  keys = new KeyService(keyStore, keyUsage, changes);
+  return {
+    config,
+    logger,
+    now,
+    database,
+    changes,
+    siteStore,
+    registry,
+    keyStore,
+    keys,
+    meters,
+    flusher,
+    users,
+    userFacts,
+    previewTokens: new PreviewTokens(config.secret),
+    keyedDecideRate: new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
+  };
+}
+
+/** Loads state and starts the timers (change poll, counter flush). */
+export async function startDeps(deps: Deps): Promise<void> {
+  await deps.registry.loadAll();
+  await deps.changes.start();
+  deps.flusher.start();
+}
+
+/** Flushes every counter and closes the store: a graceful stop loses nothing. */
+export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } = {}): Promise<void> {
+  deps.flusher.stop();
+  await deps.changes.stop();
+  await deps.flusher.flushAll();
+  if (options.closeDatabase !== false) await deps.database.close();
+}

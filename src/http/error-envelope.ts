@@ -1,0 +1,72 @@
+import { Elysia } from "elysia";
+import type { Logger } from "../logger";
+import { AppError, errorBody, statusOf } from "./errors";
+
+interface ValueIssue {
+  path: string;
+  message: string;
+}
+
+function validationDetails(error: unknown): ValueIssue[] {
+  const all = (error as { all?: { path?: string; message?: string }[] }).all ?? [];
+  const seen = new Set<string>();
+  const issues: ValueIssue[] = [];
+  for (const e of all) {
+    const issue = { path: e.path || "/", message: e.message ?? "is invalid" };
+    const id = `${issue.path}\u0000${issue.message}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    issues.push(issue);
+  }
+  return issues;
+}
+
+const json = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+/**
+ * The one place a failure becomes the envelope `{ error: { code, message, details? } }`.
+ * Unexpected errors are logged with a request id and answered without internals.
+ */
+export function errorEnvelope(logger: Logger) {
+  return new Elysia({ name: "error-envelope" })
+    .onParse({ as: "global" }, async ({ request, contentType }) => {
+      // Strict JSON: a malformed body is a 400, never silently read as a string.
+      if (!contentType?.startsWith("application/json")) return;
+      const text = await request.text();
+      if (text === "") return undefined;
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new AppError("bad_request", "The request body is not valid JSON.");
+      }
+    })
+    .onError({ as: "global" }, ({ code, error, request }) => {
+    if (error instanceof AppError) {
+      return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
+    }
+    switch (code) {
+      case "VALIDATION":
+        return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
+      case "PARSE":
+        return json(400, errorBody("bad_request", "The request body is not valid JSON."));
+      case "NOT_FOUND":
+        return json(404, errorBody("not_found", "No such route."));
+      case "INVALID_COOKIE_SIGNATURE":
+        return json(400, errorBody("bad_request", "Invalid cookie."));
+      default: {
+        const status = (error as { status?: unknown }).status;
+        if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
+        const requestId = crypto.randomUUID();
+        logger.error("unexpected error", {
+          requestId,
+          method: request.method,
+          path: new URL(request.url).pathname,
+          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+          stack: error instanceof Error ? error.stack : undefined,
+        });
+        return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
+      }
+    }
+  });
+}

@@ -1,0 +1,58 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { apiKeys } from "../../db/schema";
+
+export type KeyRow = typeof apiKeys.$inferSelect;
+
+/** Postgres-backed store of API keys. Holds hashes only. */
+export class KeyStore {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: typeof apiKeys.$inferInsert): Promise<KeyRow> {
+    const [created] = await this.db.insert(apiKeys).values(row).returning();
+    if (!created) throw new Error("key insert returned no row");
+    return created;
+  }
+
+  async byHash(hash: string): Promise<KeyRow | undefined> {
+    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.hash, hash));
+    return row;
+  }
+
+  async byId(id: string): Promise<KeyRow | undefined> {
+    const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, id));
+    return row;
+  }
+
+  async listForSite(tenantId: string, siteId: string): Promise<KeyRow[]> {
+    return this.db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.siteId, siteId)))
+      .orderBy(desc(apiKeys.createdAt), apiKeys.id);
+  }
+
+  /** Marks a key revoked (once); the row, its count and last use stay. */
+  async revoke(id: string, at: Date): Promise<KeyRow | undefined> {
+    const [row] = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, ${at.toISOString()}::timestamptz)` })
+      .where(eq(apiKeys.id, id))
+      .returning();
+    return row;
+  }
+
+  /** Adds request counts and moves last-used dates forward, for many keys in one statement. */
+  async addUsage(usage: { id: string; delta: number; lastUsedOn: string }[]): Promise<void> {
+    if (usage.length === 0) return;
+    const values = sql.join(
+      usage.map((u) => sql`(${u.id}::uuid, ${u.delta}::bigint, ${u.lastUsedOn}::date)`),
+      sql`, `,
+    );
+    await this.db.execute(sql`update api_keys as k
+      set request_count = k.request_count + v.delta,
+          last_used_on = greatest(k.last_used_on, v.last_used_on)
+      from (values ${values}) as v(id, delta, last_used_on)
+      where k.id = v.id`);
+  }
+}

@@ -1,0 +1,117 @@
+import { type CompiledSite, compileSite } from "../core/compile";
+import { validateSiteDocument } from "../core/document";
+import type { Logger } from "../logger";
+import type { SiteStore, SiteWithDocuments, TenantRow } from "./store";
+
+/** A site as the hot path sees it: compiled documents, swapped whole on change. */
+export interface SiteState {
+  readonly tenantId: string;
+  readonly id: string;
+  readonly disabled: boolean;
+  readonly liveVersion: number | null;
+  readonly previewVersion: number | null;
+  readonly live: CompiledSite | null;
+  readonly preview: CompiledSite | null;
+}
+
+const SEP = "\u0001";
+
+/**
+ * In-memory tenants, host names and compiled sites. Loaded whole at start; one tenant or
+ * site is reloaded when the change feed says it changed, and its entry is replaced in one
+ * assignment, so a request sees either the old or the new site, never a mix.
+ */
+export class SiteRegistry {
+  private hosts = new Map<string, string>();
+  private tenantIds = new Set<string>();
+  private defaultTenant: string | null = null;
+  private readonly sites = new Map<string, SiteState>();
+
+  constructor(
+    private readonly store: SiteStore,
+    private readonly logger: Logger,
+  ) {}
+
+  async loadAll(): Promise<void> {
+    this.setTenants(await this.store.listTenants());
+    for (const row of await this.store.loadSites()) this.install(row);
+  }
+
+  async reloadTenants(): Promise<void> {
+    this.setTenants(await this.store.listTenants());
+  }
+
+  async reloadSite(tenantId: string, siteId: string): Promise<void> {
+    const [row] = await this.store.loadSites({ tenantId, siteId });
+    if (row) this.install(row);
+    else this.sites.delete(tenantId + SEP + siteId);
+  }
+
+  /** The tenant answering a Host header (port ignored); the default tenant answers the rest. */
+  tenantForHost(host: string | null): string | null {
+    if (host) {
+      const colon = host.lastIndexOf(":");
+      const name = (colon > 0 && !host.endsWith("]") ? host.slice(0, colon) : host).toLowerCase();
+      const tenant = this.hosts.get(name);
+      if (tenant !== undefined) return tenant;
+    }
+    return this.defaultTenant;
+  }
+
+  hasTenant(id: string): boolean {
+    return this.tenantIds.has(id);
+  }
+
+  site(tenantId: string, siteId: string): SiteState | undefined {
+    return this.sites.get(tenantId + SEP + siteId);
+  }
+
+  /** Sites of a tenant that are enabled and deployed. */
+  sitesOf(tenantId: string): SiteState[] {
+    return [...this.sites.values()].filter((s) => s.tenantId === tenantId);
+  }
+
+  private setTenants(rows: TenantRow[]): void {
+    const hosts = new Map<string, string>();
+    for (const t of rows) for (const h of t.hosts) hosts.set(h.toLowerCase(), t.id);
+    this.hosts = hosts;
+    this.tenantIds = new Set(rows.map((t) => t.id));
+    this.defaultTenant = rows.find((t) => t.isDefault)?.id ?? null;
+  }
+
+  private install(row: SiteWithDocuments): void {
+    const previous = this.sites.get(row.tenantId + SEP + row.id);
+    const state: SiteState = {
+      tenantId: row.tenantId,
+      id: row.id,
+      disabled: row.disabled,
+      liveVersion: row.liveVersion,
+      previewVersion: row.previewVersion,
+      live:
+        previous && previous.liveVersion === row.liveVersion
+          ? previous.live
+          : this.compile(row, row.live, "live"),
+      preview:
+        previous && previous.previewVersion === row.previewVersion
+          ? previous.preview
+          : this.compile(row, row.preview, "preview"),
+    };
+    this.sites.set(row.tenantId + SEP + row.id, state);
+  }
+
+  private compile(row: SiteWithDocuments, document: unknown, stage: string): CompiledSite | null {
+    if (document === null) return null;
+    const checked = validateSiteDocument(document);
+    if (!checked.ok) {
+      // Deploy validates first, so this means a stored document no longer fits the code.
+      this.logger.error("stored site document does not validate; site not served", {
+        tenant: row.tenantId,
+        site: row.id,
+        stage,
+        errors: checked.errors.slice(0, 5),
+      });
+      return null;
+    }
+    return compileSite(checked.document);
+  }
+}

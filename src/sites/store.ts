@@ -1,0 +1,126 @@
+import { and, eq, inArray, or, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
+
+export interface TenantRow {
+  id: string;
+  isDefault: boolean;
+  hosts: string[];
+}
+
+export interface SiteRow {
+  tenantId: string;
+  id: string;
+  disabled: boolean;
+  liveVersion: number | null;
+  previewVersion: number | null;
+}
+
+export interface SiteWithDocuments extends SiteRow {
+  live: unknown | null;
+  preview: unknown | null;
+}
+
+/** Postgres-backed store of tenants, host names, sites and versioned site documents. */
+export class SiteStore {
+  constructor(private readonly db: Db) {}
+
+  async listTenants(): Promise<TenantRow[]> {
+    const rows = await this.db.select().from(tenants).orderBy(tenants.id);
+    const hosts = await this.db.select().from(tenantHosts);
+    return rows.map((t) => ({
+      id: t.id,
+      isDefault: t.isDefault,
+      hosts: hosts.filter((h) => h.tenantId === t.id).map((h) => h.host),
+    }));
+  }
+
+  /** Creates a tenant with its host names; optionally makes it the default tenant. */
+  async createTenant(id: string, hosts: string[], isDefault: boolean): Promise<"created" | "exists" | "host_taken"> {
+    return this.db.transaction(async (tx) => {
+      if (hosts.length > 0) {
+        const taken = await tx.select().from(tenantHosts).where(inArray(tenantHosts.host, hosts));
+        if (taken.length > 0) return "host_taken";
+      }
+      const inserted = await tx.insert(tenants).values({ id, isDefault }).onConflictDoNothing().returning();
+      if (inserted.length === 0) return "exists";
+      if (hosts.length > 0) await tx.insert(tenantHosts).values(hosts.map((host) => ({ host, tenantId: id })));
+      if (isDefault) await tx.update(tenants).set({ isDefault: false }).where(sql`${tenants.id} <> ${id}`);
+      return "created";
+    });
+  }
+
+  async createSite(tenantId: string, id: string): Promise<"created" | "exists" | "no_tenant"> {
+    const tenant = await this.db.select().from(tenants).where(eq(tenants.id, tenantId));
+    if (tenant.length === 0) return "no_tenant";
+    const inserted = await this.db.insert(sites).values({ tenantId, id }).onConflictDoNothing().returning();
+    return inserted.length > 0 ? "created" : "exists";
+  }
+
+  async listSites(tenantId: string): Promise<SiteRow[]> {
+    return this.db
+      .select({
+        tenantId: sites.tenantId,
+        id: sites.id,
+        disabled: sites.disabled,
+        liveVersion: sites.liveVersion,
+        previewVersion: sites.previewVersion,
+      })
+      .from(sites)
+      .where(eq(sites.tenantId, tenantId))
+      .orderBy(sites.id);
+  }
+
+  async setDisabled(tenantId: string, id: string, disabled: boolean): Promise<boolean> {
+    const rows = await this.db
+      .update(sites)
+      .set({ disabled })
+      .where(and(eq(sites.tenantId, tenantId), eq(sites.id, id)))
+      .returning();
+    return rows.length > 0;
+  }
+
+  /** Stores a new document version and makes it the live (or staged preview) one. */
+  async storeDocument(tenantId: string, siteId: string, document: unknown, stage: "live" | "preview"): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      // Lock the site row so concurrent deploys get distinct versions.
+      await tx.execute(sql`select 1 from sites where tenant_id = ${tenantId} and id = ${siteId} for update`);
+      const [max] = await tx
+        .select({ v: sql<number>`coalesce(max(${siteDocuments.version}), 0)` })
+        .from(siteDocuments)
+        .where(and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId)));
+      const version = Number(max?.v ?? 0) + 1;
+      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document });
+      await tx
+        .update(sites)
+        .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })
+        .where(and(eq(sites.tenantId, tenantId), eq(sites.id, siteId)));
+      return version;
+    });
+  }
+
+  /** Every site with its live and preview documents (one site when ids are given). */
+  async loadSites(filter?: { tenantId: string; siteId: string }): Promise<SiteWithDocuments[]> {
+    const rows = await this.db
+      .select()
+      .from(sites)
+      .where(filter ? and(eq(sites.tenantId, filter.tenantId), eq(sites.id, filter.siteId)) : undefined);
+    const versions = rows.flatMap((r) =>
+      [r.liveVersion, r.previewVersion]
+        .filter((v): v is number => v !== null)
+        .map((v) => and(eq(siteDocuments.tenantId, r.tenantId), eq(siteDocuments.siteId, r.id), eq(siteDocuments.version, v))),
+    );
+    const docs = versions.length > 0 ? await this.db.select().from(siteDocuments).where(or(...versions)) : [];
+    const docOf = (r: (typeof rows)[number], v: number | null) =>
+      v === null ? null : (docs.find((d) => d.tenantId === r.tenantId && d.siteId === r.id && d.version === v)?.document ?? null);
+    return rows.map((r) => ({
+      tenantId: r.tenantId,
+      id: r.id,
+      disabled: r.disabled,
+      liveVersion: r.liveVersion,
+      previewVersion: r.previewVersion,
+      live: docOf(r, r.liveVersion),
+      preview: docOf(r, r.previewVersion),
+    }));
+  }
+}

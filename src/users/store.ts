@@ -1,0 +1,88 @@
+import { randomUUID } from "node:crypto";
+import { and, eq, inArray } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { grants, users } from "../../db/schema";
+
+export type UserRow = typeof users.$inferSelect;
+export type GrantRow = typeof grants.$inferSelect;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether a string can be a user id (users are keyed by uuid). */
+export function isUserId(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** Postgres-backed users and their grants (tenant-wide: one user across all sites). */
+export class UserStore {
+  constructor(private readonly db: Db) {}
+
+  /** Creates a user, or returns the existing one with that address (created: false). */
+  async createUser(tenantId: string, email: string): Promise<{ user: UserRow; created: boolean }> {
+    const normalized = email.trim().toLowerCase();
+    const [inserted] = await this.db
+      .insert(users)
+      .values({ id: randomUUID(), tenantId, email: normalized })
+      .onConflictDoNothing()
+      .returning();
+    if (inserted) return { user: inserted, created: true };
+    const [existing] = await this.db
+      .select()
+      .from(users)
+      .where(and(eq(users.tenantId, tenantId), eq(users.email, normalized)));
+    if (!existing) throw new Error("user neither inserted nor found");
+    return { user: existing, created: false };
+  }
+
+  async userById(tenantId: string, id: string): Promise<UserRow | undefined> {
+    if (!isUserId(id)) return undefined;
+    const [row] = await this.db
+      .select()
+      .from(users)
+      .where(and(eq(users.tenantId, tenantId), eq(users.id, id)));
+    return row;
+  }
+
+  /** Users and grants for many ids at once (the decide path batches its misses). */
+  async usersWithGrants(tenantId: string, ids: string[]): Promise<{ users: UserRow[]; grants: GrantRow[] }> {
+    const valid = ids.filter(isUserId);
+    if (valid.length === 0) return { users: [], grants: [] };
+    const found = await this.db
+      .select()
+      .from(users)
+      .where(and(eq(users.tenantId, tenantId), inArray(users.id, valid)));
+    if (found.length === 0) return { users: [], grants: [] };
+    const held = await this.db
+      .select()
+      .from(grants)
+      .where(and(eq(grants.tenantId, tenantId), inArray(grants.userId, found.map((u) => u.id))));
+    return { users: found, grants: held };
+  }
+
+  async listGrants(tenantId: string, userId: string): Promise<GrantRow[]> {
+    return this.db
+      .select()
+      .from(grants)
+      .where(and(eq(grants.tenantId, tenantId), eq(grants.userId, userId)))
+      .orderBy(grants.grant);
+  }
+
+  /** Adds a grant, or replaces its expiry when the user already holds it. */
+  async addGrant(tenantId: string, userId: string, grant: string, expiresAt: Date | null): Promise<GrantRow> {
+    const [row] = await this.db
+      .insert(grants)
+      .values({ tenantId, userId, grant, expiresAt })
+      .onConflictDoUpdate({ target: [grants.userId, grants.grant], set: { expiresAt } })
+      .returning();
+    if (!row) throw new Error("grant upsert returned no row");
+    return row;
+  }
+
+  async revokeGrant(tenantId: string, userId: string, grant: string): Promise<boolean> {
+    const rows = await this.db
+      .delete(grants)
+      .where(and(eq(grants.tenantId, tenantId), eq(grants.userId, userId), eq(grants.grant, grant)))
+      .returning();
+    return rows.length > 0;
+  }
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from "node:crypto";
+import postgres from "postgres";
+import { type Database, openDatabase } from "../../db/client";
+
+export type StoreKind = "embedded" | "server";
+
+/** Embedded always; server Postgres whenever DATABASE_URL is set (CI sets it). */
+export const storeKinds: StoreKind[] = process.env.DATABASE_URL ? ["embedded", "server"] : ["embedded"];
+
+/**
+ * A fresh, migrated database of the given kind: embedded in memory, or a new database on the
+ * server named after the test file, dropped again by `drop()`.
+ */
+export async function freshDatabase(kind: StoreKind): Promise<Database & { drop(): Promise<void> }> {
+  if (kind === "embedded") {
+    const database = await openDatabase({ dataDir: ":memory:" });
+    return { ...database, drop: () => database.close() };
+  }
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("server store needs DATABASE_URL");
+  const name = `svc_test_${randomBytes(6).toString("hex")}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  const database = await openDatabase({ url: target.toString() });
+  return {
+    ...database,
+    async drop() {
+      await database.close();
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Database } from "../../db/client";
+import { createApp } from "../../src/app";
+import { type Config, loadConfig } from "../../src/config";
+import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
+import { createLogger, type Logger } from "../../src/logger";
+
+export const OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
+
+/** A clock tests drive by hand: no sleeps to wait for timers. */
+export function manualClock(start = Date.parse("2026-11-21T12:00:00Z")) {
+  let now = start;
+  return {
+    now: () => now,
+    set: (ms: number) => {
+      now = ms;
+    },
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+/** A logger that keeps its lines, so tests can assert what was (not) logged. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return Object.assign(createLogger("debug", (l) => lines.push(l)), { lines });
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-test-"));
+  return loadConfig({
+    SVC_DATA_DIR: dataDir,
+    SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    SVC_SECRET: "test-secret-test-secret-test-secret-0123",
+    SVC_LOG_LEVEL: "silent",
+    SVC_SEED_DEMO: "0",
+    ...overrides,
+  });
+}
+
+export interface Harness {
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  clock: ReturnType<typeof manualClock>;
+  logger: ReturnType<typeof memoryLogger>;
+  /** In-process request: `app.handle(new Request(...))`. */
+  request(method: string, path: string, init?: { headers?: Record<string, string>; body?: unknown; rawBody?: string }): Promise<Response>;
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/** Builds deps and the app over a given database, with a manual clock and a memory logger. */
+export async function startHarness(database: Database, options: { config?: Record<string, string> } = {}): Promise<Harness> {
+  const clock = manualClock();
+  const logger = memoryLogger();
+  const deps = await createDeps(testConfig(options.config), { database, now: clock.now, logger, pollMs: 50 });
+  await startDeps(deps);
+  const app = createApp(deps);
+  const request: Harness["request"] = (method, path, init = {}) => {
+    const headers: Record<string, string> = { ...init.headers };
+    let body: string | undefined = init.rawBody;
+    if (init.body !== undefined) body = JSON.stringify(init.body);
+    if (body !== undefined) headers["content-type"] ??= "application/json";
+    if (body !== undefined) headers["content-length"] ??= String(Buffer.byteLength(body));
+    return app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
+  };
+  return {
+    deps,
+    app,
+    clock,
+    logger,
+    request,
+    admin: (method, path, body) => request(method, path, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` }, body }),
+    stop: () => stopDeps(deps, { closeDatabase: false }),
+  };
+}
+
+/** Creates the default tenant, a site deployed from `document`, and returns a key for it. */
+export async function seedSite(
+  h: Harness,
+  site: string,
+  document: unknown,
+  key: { name?: string; permissions?: string[]; expiresInDays?: number } = {},
+): Promise<{ key: string; keyId: string }> {
+  const tenants = (await (await h.admin("GET", "/admin/tenants")).json()) as { tenants: { id: string }[] };
+  if (!tenants.tenants.some((t) => t.id === "default")) {
+    expectOk(await h.admin("POST", "/admin/tenants", { id: "default", default: true }));
+  }
+  expectOk(await h.admin("POST", "/admin/tenants/default/sites", { id: site }));
+  expectOk(await h.admin("POST", `/admin/tenants/default/sites/${encodeURIComponent(site)}/deploy`, { document }));
+  const issued = await h.admin("POST", `/admin/tenants/default/sites/${encodeURIComponent(site)}/keys`, {
+    name: key.name ?? "test key",
+    permissions: key.permissions,
+    expiresInDays: key.expiresInDays,
+  });
+  expectOk(issued);
+  const body = (await issued.json()) as { key: string; id: string };
+  return { key: body.key, keyId: body.id };
+}
+
+function expectOk(response: Response): void {
+  if (response.status >= 300) throw new Error(`setup call failed with ${response.status}`);
+}
