@@ -4,16 +4,19 @@ import { keyedDecideRoutes } from "./decide/routes";
 import type { Deps } from "./deps";
 import { bodyTooLarge } from "./http/body-limit";
 import { errorEnvelope } from "./http/error-envelope";
+import { onBothMounts } from "./http/mounts";
+import { identityConfigRoutes } from "./identity/config-routes";
 
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
-  return new Elysia()
+  const app = new Elysia()
     .use(errorEnvelope(deps.logger))
     .onRequest(({ request }) => bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
     .use(adminRoutes(deps))
     .use(keyedDecideRoutes(deps));
+  return onBothMounts(app, (prefix) => identityConfigRoutes(deps, prefix));
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -12,7 +12,7 @@ import {
   SiteParams,
   TenantParams,
 } from "./model";
-import { createSite, createTenant, deploySite, requireSite } from "./service";
+import { createSite, createTenant, deploySite, requireSite, setSiteDisabled } from "./service";
 import { adminUserRoutes } from "./user-routes";
 
 /** Constant-time check of an operator token against the configured one (compared as hashes). */
@@ -44,6 +44,12 @@ export function adminRoutes(deps: Deps) {
       set.status = 201;
       return { site: await createSite(deps, params.tenant, body.id) };
     }, { params: TenantParams, body: CreateSiteBody })
+    .post("/tenants/:tenant/sites/:site/disable", async ({ params }) => ({
+      site: await setSiteDisabled(deps, params.tenant, params.site, true),
+    }), { params: SiteParams })
+    .post("/tenants/:tenant/sites/:site/enable", async ({ params }) => ({
+      site: await setSiteDisabled(deps, params.tenant, params.site, false),
+    }), { params: SiteParams })
     .post("/tenants/:tenant/sites/:site/deploy", async ({ params, body }) => ({
       deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
     }), { params: SiteParams, body: DeployBody })

@@ -40,3 +40,10 @@ export async function deploySite(deps: AdminDeps, tenantId: string, siteId: stri
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { site: siteId, tenant: tenantId, version, stage };
 }
+
+/** Disables (or enables again) a site: a disabled site answers 404 "Unknown site." everywhere. */
+export async function setSiteDisabled(deps: AdminDeps, tenantId: string, siteId: string, disabled: boolean) {
+  if (!(await deps.siteStore.setDisabled(tenantId, siteId, disabled))) throw new AppError("not_found", "Unknown site.");
+  await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
+  return { id: siteId, tenant: tenantId, disabled };
+}

@@ -17,6 +17,8 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   tenant list
   site create <site> [--tenant T]
   site list [--tenant T]
+  site disable <site> [--tenant T]      (a disabled site answers 404 everywhere)
+  site enable <site> [--tenant T]
   deploy <site> <file> [--preview] [--tenant T]
   preview-token <site> [--ttl-seconds S] [--tenant T]
   keys issue <site> --name N [--expires-days D] [--permission streaming:write] [--tenant T]
@@ -123,6 +125,12 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     case "site list": {
       const out = (await call("GET", `/admin/tenants/${tenant}/sites`)) as { sites: { id: string; liveVersion: number | null }[] };
       return { json: out, text: out.sites.map((s) => `${s.id}\tlive v${s.liveVersion ?? "-"}`).join("\n") };
+    }
+    case "site disable":
+    case "site enable": {
+      const [site] = need(1, `site ${action} <site> [--tenant T]`);
+      const out = await call("POST", `/admin/tenants/${tenant}/sites/${site}/${action}`);
+      return { json: out, text: `site ${decodeURIComponent(site ?? "")} ${action}d` };
     }
     case "deploy": {
       // `svc deploy <site> <file>`: the action slot holds the site.

@@ -1,6 +1,6 @@
 /** Test helpers for the decision core: snapshots and small documents. */
 import { compileSite, type CompiledSite } from "../../src/core/compile";
-import { type SiteDocument, validateSiteDocument } from "../../src/core/document";
+import { validateSiteDocument } from "../../src/core/document";
 import type { FactSnapshot, MeterRead } from "../../src/core/types";
 
 export const NOW = Date.parse("2026-11-21T12:00:00Z");
@@ -65,5 +65,3 @@ export function oneRule(when: unknown, extra: Record<string, unknown> = {}): Rec
     ...extra,
   });
 }
-
-export type Doc = SiteDocument;

@@ -1,0 +1,96 @@
+import { describe, expect, test } from "bun:test";
+import { createHmac } from "node:crypto";
+import { createContentVerifier, signContentPayload } from "../../src/core/verifier";
+
+const NOW = Date.parse("2026-11-21T12:00:00Z");
+const K1 = { id: "k1", secret: "first-secret-0123456789" };
+const K2 = { id: "k2", secret: "second-secret-0123456789" };
+const verify = createContentVerifier([K1, K2]);
+
+/** Independent signer: node:crypto, standard base64 turned into base64url by hand. */
+function sign(payload: string, secret: string, padded = false): string {
+  const b64 = createHmac("sha256", secret).update(Buffer.from(payload, "utf8")).digest("base64");
+  const url = b64.replaceAll("+", "-").replaceAll("/", "_");
+  return padded ? url : url.replace(/=+$/, "");
+}
+
+const payload = JSON.stringify({ id: "story-1", section: "politics", premium: true, exp: NOW / 1000 + 60 });
+
+describe("content descriptors", () => {
+  test("a valid descriptor yields its facts and article id", () => {
+    const r = verify({ payload, signature: sign(payload, K1.secret) }, NOW);
+    expect(r).toEqual({ facts: JSON.parse(payload), articleId: "story-1" });
+  });
+
+  test("signContentPayload signs as the docs say (unpadded base64url)", () => {
+    expect(signContentPayload(payload, K1.secret)).toBe(sign(payload, K1.secret));
+    expect(signContentPayload(payload, K1.secret)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  test("a padded signature is accepted", () => {
+    const padded = sign(payload, K1.secret, true);
+    expect(padded.endsWith("=")).toBe(true);
+    expect(verify({ payload, signature: padded }, NOW)?.articleId).toBe("story-1");
+  });
+
+  test("the signature covers the exact bytes, including non-ASCII and whitespace", () => {
+    const p = '{ "id": "ünï-€-😀",  "title": "Café" }';
+    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)?.articleId).toBe("ünï-€-😀");
+    const reformatted = JSON.stringify(JSON.parse(p));
+    expect(verify({ payload: reformatted, signature: sign(p, K1.secret) }, NOW)).toBeNull();
+  });
+
+  test("kid selects the rotated key", () => {
+    const p = JSON.stringify({ id: 7, kid: "k2" });
+    expect(verify({ payload: p, signature: sign(p, K2.secret) }, NOW)).toEqual({ facts: { id: 7, kid: "k2" }, articleId: "7" });
+    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toBeNull();
+  });
+
+  test("no kid means the first key", () => {
+    const p = JSON.stringify({ id: "x" });
+    expect(verify({ payload: p, signature: sign(p, K2.secret) }, NOW)).toBeNull();
+    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).not.toBeNull();
+  });
+
+  const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === "A" ? "B" : "A") + s.slice(i + 1);
+  const good = sign(payload, K1.secret);
+  test.each([
+    ["tampered payload byte", { payload: payload.replace("politics", "politicz"), signature: good }],
+    ["tampered signature (first char)", { payload, signature: flip(good, 0) }],
+    ["tampered signature (last char)", { payload, signature: flip(good, 42) }],
+    ["wrong key", { payload, signature: sign(payload, "some-other-secret-value") }],
+    ["truncated signature", { payload, signature: good.slice(0, 40) }],
+    ["standard base64 alphabet", { payload, signature: `${good.slice(0, 42)}+` }],
+    ["bad base64 characters", { payload, signature: `${good.slice(0, 42)}!` }],
+    ["non-ASCII signature", { payload, signature: `${good.slice(0, 42)}Ł` }],
+    ["hex signature", { payload, signature: createHmac("sha256", K1.secret).update(payload).digest("hex") }],
+    ["unknown kid", { payload: JSON.stringify({ kid: "k9" }), signature: sign(JSON.stringify({ kid: "k9" }), K1.secret) }],
+    ["non-string kid", { payload: JSON.stringify({ kid: 1 }), signature: sign(JSON.stringify({ kid: 1 }), K1.secret) }],
+    ["expired", { payload: JSON.stringify({ exp: NOW / 1000 - 1 }), signature: sign(JSON.stringify({ exp: NOW / 1000 - 1 }), K1.secret) }],
+    ["expiring this very second", { payload: JSON.stringify({ exp: NOW / 1000 }), signature: sign(JSON.stringify({ exp: NOW / 1000 }), K1.secret) }],
+    ["exp not a number", { payload: JSON.stringify({ exp: "2030" }), signature: sign(JSON.stringify({ exp: "2030" }), K1.secret) }],
+    ["non-JSON payload", { payload: "id=1", signature: sign("id=1", K1.secret) }],
+    ["JSON array payload", { payload: "[1,2]", signature: sign("[1,2]", K1.secret) }],
+    ["JSON string payload", { payload: '"x"', signature: sign('"x"', K1.secret) }],
+    ["null payload", { payload: "null", signature: sign("null", K1.secret) }],
+  ])("%s is unavailable", (_name, descriptor) => {
+    expect(verify(descriptor, NOW)).toBeNull();
+  });
+
+  test.each([
+    ["absent", undefined],
+    ["null", null],
+    ["non-string members", { payload: { id: 1 }, signature: 5 }],
+  ])("%s descriptor is unavailable", (_name, descriptor) => {
+    expect(verify(descriptor as never, NOW)).toBeNull();
+  });
+
+  test("exp in the future is fine; the id can be absent", () => {
+    const p = JSON.stringify({ exp: NOW / 1000 + 1, section: "x" });
+    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toEqual({ facts: JSON.parse(p), articleId: null });
+  });
+
+  test("a site with no content keys verifies nothing", () => {
+    expect(createContentVerifier([])({ payload, signature: sign(payload, K1.secret) }, NOW)).toBeNull();
+  });
+});

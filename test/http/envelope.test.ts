@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { Elysia, t } from "elysia";
+import { errorEnvelope } from "../../src/http/error-envelope";
+import { basicDocument } from "../fixtures/documents";
+import { freshDatabase } from "../helpers/databases";
+import { type Harness, memoryLogger, seedSite, startHarness } from "../helpers/harness";
+
+describe("error envelope over the app", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let key: string;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db, { config: { SVC_MAX_BODY_BYTES: "2048" } });
+    ({ key } = await seedSite(h, "news", basicDocument()));
+  });
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  });
+
+  const headers = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${key}` });
+
+  it("answers 400 bad_request for a malformed JSON body", async () => {
+    const res = await h.request("POST", "/v1/decide", { headers: headers(), rawBody: '{"features": [' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: { code: "bad_request", message: "The request body is not valid JSON." } });
+  });
+
+  it("answers 422 validation_failed with the failing paths in details", async () => {
+    const res = await h.request("POST", "/v1/decide", { headers: headers(), body: { features: ["ok", 7], userId: "" } });
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.error.code).toBe("validation_failed");
+    const paths = body.error.details.map((d: { path: string }) => d.path);
+    expect(paths).toContain("/features/1");
+    expect(paths).toContain("/userId");
+    // Elysia's default reply echoes the whole schema; ours must not.
+    expect(JSON.stringify(body)).not.toContain("expected");
+  });
+
+  it("answers 404 not_found for an unknown route", async () => {
+    const res = await h.request("GET", "/v1/nothing-here");
+    expect(res.status).toBe(404);
+    expect((await res.json()).error.code).toBe("not_found");
+  });
+
+  it("answers 413 payload_too_large for a body over the limit, before reading it", async () => {
+    const res = await h.request("POST", "/v1/decide", {
+      headers: headers(),
+      body: { features: ["x".repeat(3000)] },
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: { code: "payload_too_large", message: "The request body is too large." } });
+  });
+});
+
+describe("error envelope for unexpected errors", () => {
+  it("answers 500 without stack or SQL, and logs the error with a request id", async () => {
+    const logger = memoryLogger();
+    const app = new Elysia()
+      .use(errorEnvelope(logger))
+      .get("/boom", () => {
+        throw new Error('relation "secret_table" does not exist');
+      })
+      .post("/typed", ({ body }) => body, { body: t.Object({ a: t.Number() }) });
+    const res = await app.handle(new Request("http://localhost/boom"));
+    expect(res.status).toBe(500);
+    const body = await res.json();
+    expect(body.error.code).toBe("internal_error");
+    expect(JSON.stringify(body)).not.toContain("secret_table");
+    expect(JSON.stringify(body)).not.toContain("at ");
+    const requestId = body.error.details.requestId;
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const logged = logger.lines.find((l) => l.includes(requestId));
+    expect(logged).toBeDefined();
+    expect(logged).toContain("secret_table");
+  });
+});

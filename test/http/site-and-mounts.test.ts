@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { basicDocument } from "../fixtures/documents";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+
+describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let key: string;
+
+  beforeAll(async () => {
+    const db = await freshDatabase(kind);
+    drop = db.drop;
+    h = await startHarness(db);
+    ({ key } = await seedSite(h, "news", basicDocument()));
+    // A site that exists but was never deployed, and one that is disabled.
+    await h.admin("POST", "/admin/tenants/default/sites", { id: "draft" });
+    await seedSite(h, "closed", basicDocument());
+    await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
+  });
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  });
+
+  const decide = (headers: Record<string, string>) =>
+    h.request("POST", "/v1/decide", { headers: { authorization: `Bearer ${key}`, ...headers }, body: { features: [] } });
+
+  it("answers 400 when the site header is missing", async () => {
+    const res = await decide({});
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body.error.code).toBe("bad_request");
+    expect(body.error.message).toContain("x-svc-site-id");
+  });
+
+  it("answers 400 when the site header is empty or longer than 128 characters", async () => {
+    expect((await decide({ "x-svc-site-id": "" })).status).toBe(400);
+    expect((await decide({ "x-svc-site-id": "s".repeat(129) })).status).toBe(400);
+  });
+
+  it("accepts a site id of exactly 128 characters as a well-formed header", async () => {
+    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "s".repeat(128) } });
+    expect(res.status).toBe(404);
+  });
+
+  it.each([
+    ["unknown", "nowhere"],
+    ["not yet deployed", "draft"],
+    ["disabled", "closed"],
+  ])("answers 404 Unknown site. for a site that is %s", async (_label, site) => {
+    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": site } });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: { code: "not_found", message: "Unknown site." } });
+  });
+
+  it("serves a site again once it is enabled", async () => {
+    await h.admin("POST", "/admin/tenants/default/sites/closed/enable");
+    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "closed" } });
+    expect(res.status).toBe(200);
+    await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
+  });
+
+  it.each(["/v1", "/svc/v1"])("answers the browser-facing config route on %s with CORS * and Vary on the site", async (mount) => {
+    const res = await h.request("GET", `${mount}/id/config`, { headers: { "x-svc-site-id": "news" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("vary")).toBe("x-svc-site-id");
+    expect(await res.json()).toEqual({ site: "news", identityMode: "svc_only", signInEnabled: true, logoutUrl: null });
+  });
+
+  it("serves key-only routes on /v1 alone", async () => {
+    const res = await h.request("POST", "/svc/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+      body: { features: [] },
+    });
+    expect(res.status).toBe(404);
+  });
+});

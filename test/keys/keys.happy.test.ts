@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { basicDocument } from "../fixtures/documents";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+
+interface Listing {
+  id: string;
+  name: string;
+  prefix: string;
+  permissions: string[];
+  status: string;
+  requests: number;
+  lastUsed: string | null;
+  expires: string | null;
+}
+
+describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let h: Harness;
+
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+    h = await startHarness(db);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await db.drop();
+  });
+
+  it("issues a value of svc_ plus 40 base62 characters and stores only its hash", async () => {
+    const { key, keyId } = await seedSite(h, "news", basicDocument());
+    expect(key).toMatch(/^svc_[0-9A-Za-z]{40}$/);
+    const row = await h.deps.keyStore.byId(keyId);
+    expect(row?.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(row)).not.toContain(key);
+    expect(JSON.stringify(row)).not.toContain(key.slice(10));
+  });
+
+  it("lists name, first characters, permissions, status, requests, last used date and expiry", async () => {
+    const plain = await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "plain" })).json();
+    const streaming = await (
+      await h.admin("POST", "/admin/tenants/default/sites/news/keys", {
+        name: "ingest",
+        permissions: ["streaming:write"],
+        expiresInDays: 30,
+      })
+    ).json();
+    const res = await h.admin("GET", "/admin/tenants/default/sites/news/keys");
+    const { keys } = (await res.json()) as { keys: Listing[] };
+    const a = keys.find((k) => k.id === plain.id)!;
+    const b = keys.find((k) => k.id === streaming.id)!;
+    expect(a).toMatchObject({ name: "plain", permissions: ["default"], status: "active", requests: 0, lastUsed: null, expires: null });
+    expect(a.prefix).toBe(plain.key.slice(0, 10));
+    expect(a.prefix).toMatch(/^svc_.{6}$/);
+    expect(b.permissions).toEqual(["streaming:write"]);
+    expect(b.expires).toBe(new Date(h.clock.now() + 30 * 86_400_000).toISOString());
+    // The value itself is never listed.
+    expect(JSON.stringify(keys)).not.toContain(plain.key);
+  });
+
+  it.each([
+    [{ name: "" }, "/name"],
+    [{ name: "x".repeat(101) }, "/name"],
+    [{ name: "ok", expiresInDays: 0 }, "/expiresInDays"],
+    [{ name: "ok", expiresInDays: 3651 }, "/expiresInDays"],
+    [{ name: "ok", expiresInDays: 1.5 }, "/expiresInDays"],
+    [{ name: "ok", permissions: ["admin"] }, "/permissions/0"],
+  ])("refuses an invalid issue request %j with 422 and issues nothing", async (body, path) => {
+    const before = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys.length;
+    const res = await h.admin("POST", "/admin/tenants/default/sites/news/keys", body);
+    expect(res.status).toBe(422);
+    expect(JSON.stringify((await res.json()).error.details)).toContain(path);
+    const after = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys.length;
+    expect(after).toBe(before);
+  });
+
+  it("refuses the admin API without the operator token", async () => {
+    for (const path of ["/admin/tenants", "/admin/tenants/default/sites/news/keys"]) {
+      const res = await h.request("GET", path, { headers: { authorization: "Bearer wrong" } });
+      expect(res.status).toBe(401);
+    }
+    const res = await h.request("POST", "/admin/tenants/default/users", { body: { email: "a@b.example" } });
+    expect(res.status).toBe(401);
+  });
+
+  it("counts requests in memory without a write per request, and the counts and last-used date survive a restart", async () => {
+    const issued = await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "counted" })).json();
+    for (let i = 0; i < 5; i++) {
+      const res = await h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", "x-api-key": issued.key },
+        body: { features: [] },
+      });
+      expect(res.status).toBe(200);
+    }
+    // Not yet flushed: the stored row has no requests, the listing adds the in-memory count.
+    expect((await h.deps.keyStore.byId(issued.id))?.requestCount).toBe(0);
+    const listed = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys as Listing[];
+    expect(listed.find((k) => k.id === issued.id)?.requests).toBe(5);
+
+    // A graceful stop flushes; a new process on the same store reads the same values.
+    await h.stop();
+    h = await startHarness(db);
+    const after = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys as Listing[];
+    const row = after.find((k) => k.id === issued.id)!;
+    expect(row.requests).toBe(5);
+    expect(row.lastUsed).toBe("2026-11-21");
+    // Revoking keeps the count and last use.
+    const revoked = await (await h.admin("POST", `/admin/tenants/default/sites/news/keys/${issued.id}/revoke`)).json();
+    expect(revoked.key).toMatchObject({ status: "revoked", requests: 5, lastUsed: "2026-11-21" });
+  });
+});
