@@ -91,6 +91,8 @@ function parse(argv: string[]) {
 
 type Values = ReturnType<typeof parse>["values"];
 
+const ONE_WORD = new Set(["deploy", "preview-token", "schema"]);
+
 interface Output {
   json: unknown;
   text: string;
@@ -105,7 +107,9 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
   };
   const call = (method: string, path: string, body?: unknown) => request(env, method, path, body);
 
-  switch (`${group} ${action ?? ""}`.trim()) {
+  // One-word commands take their arguments right after the word; the rest are "group action".
+  const command = group && ONE_WORD.has(group) ? group : `${group} ${action ?? ""}`.trim();
+  switch (command) {
     case "schema":
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
     case "tenant create": {

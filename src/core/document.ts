@@ -122,10 +122,12 @@ function checkConditionShape(value: unknown, path: string, out: Collector): void
     }
     case "fact": {
       const ops = Object.keys(value).filter((k) => k !== "fact");
-      if (ops.length !== 1) {
+      const unknown = ops.filter((k) => !(FACT_OPERATORS as readonly string[]).includes(k));
+      for (const k of unknown) out.add(`${path}/${k}`, `unknown operator "${k}" (operators: ${FACT_OPERATORS.join(", ")})`);
+      if (ops.length - unknown.length !== 1 && unknown.length === 0) {
         out.add(path, `a fact test needs exactly one operator (${FACT_OPERATORS.join(", ")}); found ${ops.length}`);
       }
-      out.schema(FactTest, value, path, countSkip);
+      out.schema(FactTest, value, path, (e) => countSkip(e) || e.type === ValueErrorType.ObjectAdditionalProperties);
       return;
     }
     case "meter": {

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { basicDocument } from "../fixtures/documents";
+import { runCli, type ServerProcess, startServerProcess, tempDir } from "../helpers/process";
+
+describe("first run, the operator CLI and a graceful stop (embedded store, real processes)", () => {
+  const dataDir = tempDir();
+  let server: ServerProcess;
+  let env: Record<string, string>;
+  const issuedValues: string[] = [];
+
+  beforeAll(async () => {
+    server = await startServerProcess({ SVC_DATA_DIR: dataDir });
+    env = { SVC_URL: server.url, SVC_DATA_DIR: dataDir };
+    // The seed prints its curl line once the demo site is deployed.
+    const deadline = Date.now() + 20_000;
+    while (!server.output().includes("curl -s") && Date.now() < deadline) await Bun.sleep(50);
+  });
+  afterAll(async () => {
+    await server?.stop("SIGKILL");
+  });
+
+  it("seeds a labelled demo on an empty store and prints a curl line that gets a real decision", async () => {
+    const line = server.output().split("\n").find((l) => l.startsWith("curl -s"));
+    expect(line).toBeDefined();
+    const key = line!.match(/Bearer (svc_[0-9A-Za-z]+)/)![1]!;
+    const body = line!.match(/-d '(.*)'$/)![1]!;
+    const res = await fetch(`${server.url}/v1/decide`, {
+      method: "POST",
+      headers: { "x-svc-site-id": "demo", authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const answer = await res.json();
+    expect(Object.keys(answer.decisions).length).toBeGreaterThan(0);
+    expect(answer.preview).toBe(false);
+  });
+
+  it("writes the generated operator token with mode 0600", async () => {
+    const stat = await Bun.file(join(dataDir, "operator-token")).stat();
+    expect(stat.mode & 0o777).toBe(0o600);
+  });
+
+  it("creates a site, deploys, issues a key that works on its first request, lists and revokes it", async () => {
+    const created = await runCli(["site", "create", "news", "--json"], env);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout).site.id).toBe("news");
+
+    const file = join(dataDir, "news.json");
+    writeFileSync(file, JSON.stringify(basicDocument()));
+    const deployed = await runCli(["deploy", "news", file, "--json"], env);
+    expect(deployed.code).toBe(0);
+    expect(JSON.parse(deployed.stdout).deployment).toMatchObject({ version: 1, stage: "live" });
+
+    const issued = await runCli(["keys", "issue", "news", "--name", "cms", "--permission", "streaming:write", "--json"], env);
+    expect(issued.code).toBe(0);
+    const out = JSON.parse(issued.stdout);
+    expect(out.key).toMatch(/^svc_/);
+    issuedValues.push(out.key);
+    const first = await fetch(`${server.url}/v1/decide`, {
+      method: "POST",
+      headers: { "x-svc-site-id": "news", "x-api-key": out.key, "content-type": "application/json" },
+      body: JSON.stringify({ features: ["teaser"], deviceId: "d-1" }),
+    });
+    expect(first.status).toBe(200);
+    expect((await first.json()).decisions.teaser.outcome).toBe("on");
+
+    const listed = await runCli(["keys", "list", "news", "--json"], env);
+    expect(listed.code).toBe(0);
+    const keys = JSON.parse(listed.stdout).keys;
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ id: out.id, name: "cms", permissions: ["streaming:write"], status: "active" });
+
+    const revoked = await runCli(["keys", "revoke", "news", out.id, "--json"], env);
+    expect(revoked.code).toBe(0);
+    const after = await fetch(`${server.url}/v1/decide`, {
+      method: "POST",
+      headers: { "x-svc-site-id": "news", "x-api-key": out.key, "content-type": "application/json" },
+      body: JSON.stringify({ features: [] }),
+    });
+    expect(after.status).toBe(401);
+  });
+
+  it("refuses an invalid document with the JSON path on stderr and a non-zero exit, leaving live untouched", async () => {
+    const file = join(dataDir, "bad.json");
+    const bad = basicDocument();
+    (bad.features.paywall as { default: string }).default = "no_such_outcome";
+    writeFileSync(file, JSON.stringify(bad));
+    const res = await runCli(["deploy", "news", file], env);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain("/features/paywall/default");
+    const sites = JSON.parse((await runCli(["site", "list", "--json"], env)).stdout).sites;
+    expect(sites.find((s: { id: string }) => s.id === "news").liveVersion).toBe(1);
+  });
+
+  it("prints errors to stderr with a non-zero exit for a bad command or an unreachable server", async () => {
+    const unknown = await runCli(["frobnicate", "--json"], env);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stdout).toBe("");
+    expect(JSON.parse(unknown.stderr).error).toContain("unknown command");
+    const down = await runCli(["tenant", "list"], { ...env, SVC_URL: "http://127.0.0.1:9" });
+    expect(down.code).not.toBe(0);
+    expect(down.stderr).toContain("cannot reach the server");
+  });
+
+  it("stops on SIGTERM with exit 0 after flushing, and a restart reads the flushed counts without seeding again", async () => {
+    const demoKey = server.output().match(/Bearer (svc_[0-9A-Za-z]+)/)![1]!;
+    for (let i = 0; i < 3; i++) {
+      await fetch(`${server.url}/v1/decide`, {
+        method: "POST",
+        headers: { "x-svc-site-id": "demo", "x-api-key": demoKey, "content-type": "application/json" },
+        body: JSON.stringify({ features: [] }),
+      });
+    }
+    const output = server.output();
+    expect(await server.stop("SIGTERM")).toBe(0);
+    // Secrets never reach the logs: the issued key value and the operator token are absent.
+    const token = (await Bun.file(join(dataDir, "operator-token")).text()).trim();
+    for (const secret of [...issuedValues, token]) expect(output).not.toContain(secret);
+
+    server = await startServerProcess({ SVC_DATA_DIR: dataDir });
+    env.SVC_URL = server.url;
+    await Bun.sleep(300);
+    expect(server.output()).not.toContain("curl -s");
+    const keys = JSON.parse((await runCli(["keys", "list", "demo", "--json"], env)).stdout).keys;
+    // 1 request from the first test, 3 from this one.
+    expect(keys[0].requests).toBe(4);
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "bun:test";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError, loadConfig } from "../src/config";
+import { tempDir } from "./helpers/process";
+
+describe("configuration", () => {
+  it("defaults to port 3000, ./data and the embedded store", () => {
+    const dir = tempDir();
+    const config = loadConfig({ SVC_DATA_DIR: dir });
+    expect(config.port).toBe(3000);
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.seedDemo).toBe(true);
+  });
+
+  it("seeds nothing with DATABASE_URL unless asked", () => {
+    const dir = tempDir();
+    expect(loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db" }).seedDemo).toBe(false);
+    expect(loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db", SVC_SEED_DEMO: "1" }).seedDemo).toBe(true);
+  });
+
+  it.each([
+    ["PORT", "abc"],
+    ["PORT", "70000"],
+    ["DATABASE_URL", "mysql://x"],
+    ["SVC_OPERATOR_TOKEN", "short"],
+    ["SVC_SECRET", "short"],
+    ["SVC_MAX_BODY_BYTES", "12"],
+    ["SVC_FLUSH_INTERVAL_MS", "-1"],
+    ["SVC_LOG_LEVEL", "loud"],
+    ["SVC_SEED_DEMO", "maybe"],
+    ["SVC_IGLU_VENDOR", "not a vendor"],
+  ])("stops with a message naming %s when it is %p", (variable, value) => {
+    const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow(variable);
+  });
+
+  it("generates the operator token and secret once, mode 0600, and reuses them", () => {
+    const dir = tempDir();
+    const first = loadConfig({ SVC_DATA_DIR: dir });
+    const second = loadConfig({ SVC_DATA_DIR: dir });
+    expect(second.operatorToken).toBe(first.operatorToken);
+    expect(second.secret).toBe(first.secret);
+    expect(statSync(join(dir, "operator-token")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "secret")).mode & 0o777).toBe(0o600);
+  });
+
+  it("returns a frozen config", () => {
+    expect(Object.isFrozen(loadConfig({ SVC_DATA_DIR: tempDir() }))).toBe(true);
+  });
+});

@@ -1,0 +1,72 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const root = join(import.meta.dir, "..", "..");
+
+export interface ServerProcess {
+  port: number;
+  url: string;
+  output: () => string;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+/** Starts `bun src/main.ts` as a separate process on a free port and waits until it listens. */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = Bun.spawn([process.execPath, "src/main.ts"], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SVC_FLUSH_INTERVAL_MS: "100", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let out = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) out += decoder.decode(chunk);
+  };
+  void pump(child.stdout);
+  void pump(child.stderr);
+  const deadline = Date.now() + 30_000;
+  let port = 0;
+  while (Date.now() < deadline) {
+    const match = out.match(/"message":"listening","port":(\d+)/);
+    if (match) {
+      port = Number(match[1]);
+      // The first-run seed prints after "listening": wait for the server to answer.
+      break;
+    }
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
+    await Bun.sleep(50);
+  }
+  if (!port) throw new Error(`server did not start:\n${out}`);
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => out,
+    async stop(signal = "SIGTERM") {
+      child.kill(signal);
+      return child.exited;
+    },
+  };
+}
+
+/** Runs the CLI as a separate process, as an operator would. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = Bun.spawn([process.execPath, "src/cli/main.ts", ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+export function tempDir(prefix = "svc-proc-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
