@@ -103,7 +103,7 @@ function compileOutcome(id: string, o: OutcomeDefinition, catalog: SiteDocument[
     const fields: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(o.fields)) {
       if (isReferenceField(value)) {
-        const item = (catalog ?? {})[value.$ref.catalog] as Record<string, unknown>;
+        const item = catalog?.[value.$ref.catalog] as Record<string, unknown>;
         const picked: Record<string, unknown> = {};
         for (const key of value.$ref.select) picked[key] = structuredClone(item[key]);
         fields[name] = picked;
@@ -113,7 +113,7 @@ function compileOutcome(id: string, o: OutcomeDefinition, catalog: SiteDocument[
     }
     base.fields = deepFreeze(fields);
   }
-  const templated = o.url !== undefined && o.url.includes("{");
+  const templated = o.url?.includes("{") ?? false;
   if (o.url !== undefined && !templated) base.url = o.url;
   if (o.fallbackUrl !== undefined) base.fallbackUrl = o.fallbackUrl;
   return {
@@ -155,14 +155,16 @@ interface RuleRuntime {
   readonly ticks: readonly string[];
   /** Ticking needs a subject; ticking a seen meter also needs the article id. */
   readonly ticksSeen: boolean;
-  readonly then: Arm | null;
+  readonly thenArm: Arm | null;
   readonly split: { readonly experiment: CompiledExperiment; readonly arms: ReadonlyMap<string, Arm> } | null;
 }
 
 function makeArm(outcome: OutcomeRuntime, ticks: readonly string[], exposure: Exposure | undefined): Arm {
   const prebuilt =
     outcome.resolveUrl === null
-      ? Object.freeze(exposure === undefined ? { decision: outcome.base, ticks } : { decision: outcome.base, ticks, exposure })
+      ? Object.freeze(
+          exposure === undefined ? { decision: outcome.base, ticks } : { decision: outcome.base, ticks, exposure },
+        )
       : undefined;
   return { outcome, exposure, prebuilt };
 }
@@ -218,7 +220,7 @@ function compileFeature(
       when: r.when === undefined ? null : compileCondition(r.when, { meterKind }),
       ticks,
       ticksSeen: ticks.some((m) => meterKind(m) === "seen"),
-      then: r.then === undefined ? null : makeArm(outcome(r.then), ticks, undefined),
+      thenArm: r.then === undefined ? null : makeArm(outcome(r.then), ticks, undefined),
       split,
     };
   });
@@ -245,7 +247,7 @@ function compileFeature(
         const arm = rule.split.arms.get(rule.split.experiment.assign(s.subject)) as Arm;
         return result(arm, rule.ticks, s, state.meters);
       }
-      return result(rule.then as Arm, rule.ticks, s, state.meters);
+      return result(rule.thenArm as Arm, rule.ticks, s, state.meters);
     }
     return result(defaultArm, EMPTY, s, state.meters);
   };
@@ -270,7 +272,10 @@ function compileFeature(
 export function compileSite(document: SiteDocument): CompiledSite {
   const meters = new Map<string, CompiledMeter>();
   for (const [name, m] of Object.entries(document.meters ?? {})) {
-    meters.set(name, Object.freeze({ name, kind: m.kind, allowance: m.allowance, periodKey: createPeriodKey(m.period, m.timeZone) }));
+    meters.set(
+      name,
+      Object.freeze({ name, kind: m.kind, allowance: m.allowance, periodKey: createPeriodKey(m.period, m.timeZone) }),
+    );
   }
   const experiments = new Map<string, CompiledExperiment>();
   for (const [name, e] of Object.entries(document.experiments ?? {})) {

@@ -7,7 +7,14 @@
  * be read); the feature then takes its error slot. Combinators short-circuit left to right, so a
  * fact that is never reached is never read.
  */
-import { type Condition, type FactNamespace, type FactTestCondition, instantOf, ISO_INSTANT, parseDuration } from "./document-schema";
+import {
+  type Condition,
+  type FactNamespace,
+  type FactTestCondition,
+  ISO_INSTANT,
+  instantOf,
+  parseDuration,
+} from "./document-schema";
 import type { FactSnapshot, MeterKind } from "./types";
 
 export const FALSE = 0;
@@ -107,7 +114,11 @@ function membership(values: readonly (string | number | boolean | null)[]): (v: 
   return (v) => list.includes(v);
 }
 
-function comparison(value: string | number, test: (a: number, b: number) => boolean, testS: (a: string, b: string) => boolean): Predicate {
+function comparison(
+  value: string | number,
+  test: (a: number, b: number) => boolean,
+  testS: (a: string, b: string) => boolean,
+): Predicate {
   if (typeof value === "number") return (v) => typeof v === "number" && test(v, value);
   return (v) => typeof v === "string" && testS(v, value);
 }
@@ -121,10 +132,30 @@ function factPredicate(c: FactTestCondition): Predicate {
     const x = c.ne;
     return (v) => v !== x;
   }
-  if (c.lt !== undefined) return comparison(c.lt, (a, b) => a < b, (a, b) => a < b);
-  if (c.lte !== undefined) return comparison(c.lte, (a, b) => a <= b, (a, b) => a <= b);
-  if (c.gt !== undefined) return comparison(c.gt, (a, b) => a > b, (a, b) => a > b);
-  if (c.gte !== undefined) return comparison(c.gte, (a, b) => a >= b, (a, b) => a >= b);
+  if (c.lt !== undefined)
+    return comparison(
+      c.lt,
+      (a, b) => a < b,
+      (a, b) => a < b,
+    );
+  if (c.lte !== undefined)
+    return comparison(
+      c.lte,
+      (a, b) => a <= b,
+      (a, b) => a <= b,
+    );
+  if (c.gt !== undefined)
+    return comparison(
+      c.gt,
+      (a, b) => a > b,
+      (a, b) => a > b,
+    );
+  if (c.gte !== undefined)
+    return comparison(
+      c.gte,
+      (a, b) => a >= b,
+      (a, b) => a >= b,
+    );
   if (c.in !== undefined) return membership(c.in);
   if (c.notIn !== undefined) {
     const has = membership(c.notIn);

@@ -24,7 +24,10 @@ const Description = Type.Optional(Type.String({ maxLength: 2000, description: "F
 
 const Primitive = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 const Comparable = Type.Union([Type.String(), Type.Number()]);
-const Instant = Type.Union([Type.String({ description: "ISO 8601 date-time" }), Type.Number({ description: "epoch milliseconds" })]);
+const Instant = Type.Union([
+  Type.String({ description: "ISO 8601 date-time" }),
+  Type.Number({ description: "epoch milliseconds" }),
+]);
 const Duration = Type.String({ pattern: DURATION_PATTERN, description: 'e.g. "30m", "12h", "7d", "2w"' });
 
 /** Operators of a fact test; a test carries exactly one. */
@@ -121,6 +124,7 @@ function documentSchema<C extends TSchema>(condition: C) {
     {
       description: Description,
       when: Type.Optional(condition),
+      // biome-ignore lint/suspicious/noThenProperty: the format's rule member; its value is a string, never a thenable.
       then: Type.Optional(Name("outcome id")),
       split: Type.Optional(
         Type.Object(
@@ -253,10 +257,14 @@ function documentSchema<C extends TSchema>(condition: C) {
             {
               description: Description,
               salt: Type.String({ minLength: 1, maxLength: 256 }),
-              variants: Type.Record(Type.String({ pattern: NAME_PATTERN }), Type.Integer({ minimum: 1, maximum: 1_000_000 }), {
-                additionalProperties: false,
-                minProperties: 1,
-              }),
+              variants: Type.Record(
+                Type.String({ pattern: NAME_PATTERN }),
+                Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+                {
+                  additionalProperties: false,
+                  minProperties: 1,
+                },
+              ),
             },
             { additionalProperties: false },
           ),
@@ -339,7 +347,9 @@ export function isReferenceField(value: unknown): value is ReferenceField {
 export function parseDuration(text: string): number {
   const m = /^([1-9][0-9]{0,8})([smhdw])$/.exec(text);
   if (m === null) throw new Error(`invalid duration ${text}`);
-  const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2] as "s" | "m" | "h" | "d" | "w"];
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[
+    m[2] as "s" | "m" | "h" | "d" | "w"
+  ];
   return Number(m[1]) * unit;
 }
 
@@ -415,7 +425,8 @@ export function siteDocumentJsonSchema(): object {
     }
     if (node.$ref === "Condition") return { $ref: "#/$defs/condition" };
     const copy: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(node)) copy[k] = k === "properties" || k === "patternProperties" ? mapValues(v) : walk(v);
+    for (const [k, v] of Object.entries(node))
+      copy[k] = k === "properties" || k === "patternProperties" ? mapValues(v) : walk(v);
     return copy;
   };
   const mapValues = (v: unknown): unknown => {

@@ -107,7 +107,7 @@ function checkConditionShape(value: unknown, path: string, out: Collector): void
     case "any": {
       out.schema(ShallowConditionForms[kind], value, path);
       const list = value[kind];
-      if (Array.isArray(list)) list.forEach((c, i) => checkConditionShape(c, `${path}/${kind}/${i}`, out));
+      if (Array.isArray(list)) for (const [i, c] of list.entries()) checkConditionShape(c, `${path}/${kind}/${i}`, out);
       return;
     }
     case "not":
@@ -117,13 +117,14 @@ function checkConditionShape(value: unknown, path: string, out: Collector): void
     case "atLeast": {
       out.schema(ShallowConditionForms.atLeast, value, path);
       const list = value.of;
-      if (Array.isArray(list)) list.forEach((c, i) => checkConditionShape(c, `${path}/of/${i}`, out));
+      if (Array.isArray(list)) for (const [i, c] of list.entries()) checkConditionShape(c, `${path}/of/${i}`, out);
       return;
     }
     case "fact": {
       const ops = Object.keys(value).filter((k) => k !== "fact");
       const unknown = ops.filter((k) => !(FACT_OPERATORS as readonly string[]).includes(k));
-      for (const k of unknown) out.add(`${path}/${k}`, `unknown operator "${k}" (operators: ${FACT_OPERATORS.join(", ")})`);
+      for (const k of unknown)
+        out.add(`${path}/${k}`, `unknown operator "${k}" (operators: ${FACT_OPERATORS.join(", ")})`);
       if (ops.length - unknown.length !== 1 && unknown.length === 0) {
         out.add(path, `a fact test needs exactly one operator (${FACT_OPERATORS.join(", ")}); found ${ops.length}`);
       }
@@ -159,12 +160,13 @@ interface SemanticContext {
 
 function checkConditionSemantics(c: Condition, path: string, ctx: SemanticContext): void {
   const { doc, out } = ctx;
-  if ("all" in c) c.all.forEach((x, i) => checkConditionSemantics(x, `${path}/all/${i}`, ctx));
-  else if ("any" in c) c.any.forEach((x, i) => checkConditionSemantics(x, `${path}/any/${i}`, ctx));
+  if ("all" in c) for (const [i, x] of c.all.entries()) checkConditionSemantics(x, `${path}/all/${i}`, ctx);
+  else if ("any" in c) for (const [i, x] of c.any.entries()) checkConditionSemantics(x, `${path}/any/${i}`, ctx);
   else if ("not" in c) checkConditionSemantics(c.not, `${path}/not`, ctx);
   else if ("atLeast" in c) {
-    if (c.atLeast > c.of.length) out.add(`${path}/atLeast`, `atLeast ${c.atLeast} exceeds the ${c.of.length} conditions in of`);
-    c.of.forEach((x, i) => checkConditionSemantics(x, `${path}/of/${i}`, ctx));
+    if (c.atLeast > c.of.length)
+      out.add(`${path}/atLeast`, `atLeast ${c.atLeast} exceeds the ${c.of.length} conditions in of`);
+    for (const [i, x] of c.of.entries()) checkConditionSemantics(x, `${path}/of/${i}`, ctx);
   } else if ("meter" in c) {
     if (!doc.meters || !Object.hasOwn(doc.meters, c.meter)) out.add(`${path}/meter`, `unknown meter "${c.meter}"`);
   } else {
@@ -172,20 +174,27 @@ function checkConditionSemantics(c: Condition, path: string, ctx: SemanticContex
     const ns = segments[0] as FactNamespace;
     if (ns === "grants" && segments.length !== 2) out.add(`${path}/fact`, "a grant fact is grants.<name>");
     if (ns === "external" && doc.identity.mode !== "external_only") {
-      out.add(`${path}/fact`, `external.* facts exist only in identity mode external_only (this site is ${doc.identity.mode})`);
+      out.add(
+        `${path}/fact`,
+        `external.* facts exist only in identity mode external_only (this site is ${doc.identity.mode})`,
+      );
     }
     if (ns === "streaming") {
       const [, pipeline, column] = segments;
       if (segments.length !== 3) out.add(`${path}/fact`, "a streaming fact is streaming.<pipeline>.<column>");
       else if (!doc.pipelines || !Object.hasOwn(doc.pipelines, pipeline as string)) {
         out.add(`${path}/fact`, `unknown pipeline "${pipeline}"`);
-      } else if (column !== "window_end" && !Object.hasOwn(doc.pipelines[pipeline as string]?.columns ?? {}, column as string)) {
+      } else if (
+        column !== "window_end" &&
+        !Object.hasOwn(doc.pipelines[pipeline as string]?.columns ?? {}, column as string)
+      ) {
         out.add(`${path}/fact`, `pipeline "${pipeline}" declares no column "${column}"`);
       }
     }
     for (const op of ["before", "after"] as const) {
       const v = c[op];
-      if (v !== undefined && Number.isNaN(instantOf(v))) out.add(`${path}/${op}`, "not an ISO 8601 date-time or epoch milliseconds");
+      if (v !== undefined && Number.isNaN(instantOf(v)))
+        out.add(`${path}/${op}`, "not an ISO 8601 date-time or epoch milliseconds");
     }
   }
 }
@@ -207,7 +216,8 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
   }
 
   (doc.allowedOrigins ?? []).forEach((origin, i) => {
-    if (!isOrigin(origin)) out.add(`/allowedOrigins/${i}`, `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)`);
+    if (!isOrigin(origin))
+      out.add(`/allowedOrigins/${i}`, `"${origin}" is not an origin (scheme://host[:port], no path or trailing slash)`);
   });
 
   const keyIds = new Set<string>();
@@ -224,7 +234,8 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
 
   for (const [name, pipeline] of Object.entries(doc.pipelines ?? {})) {
     for (const column of Object.keys(pipeline.columns)) {
-      if (RESERVED_COLUMNS.has(column)) out.add(`${jsonPointer("pipelines", name, "columns", column)}`, `"${column}" is reserved`);
+      if (RESERVED_COLUMNS.has(column))
+        out.add(`${jsonPointer("pipelines", name, "columns", column)}`, `"${column}" is reserved`);
     }
   }
 
@@ -248,7 +259,8 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
           if (u === undefined) continue;
           const problem = checkJourneyUrl(u);
           if (problem !== null) out.add(`${op}/${member}`, problem);
-          else if (member === "fallbackUrl" && u.includes("{")) out.add(`${op}/fallbackUrl`, "fallbackUrl takes no placeholders");
+          else if (member === "fallbackUrl" && u.includes("{"))
+            out.add(`${op}/fallbackUrl`, "fallbackUrl takes no placeholders");
         }
         for (const fact of outcome.url === undefined ? [] : urlTemplateParts(outcome.url).facts) {
           if (fact.startsWith("external.") && doc.identity.mode !== "external_only") {
@@ -257,7 +269,8 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
         }
       } else {
         if (outcome.url !== undefined) out.add(`${op}/url`, "only journey features' outcomes carry a url");
-        if (outcome.fallbackUrl !== undefined) out.add(`${op}/fallbackUrl`, "only journey features' outcomes carry a fallbackUrl");
+        if (outcome.fallbackUrl !== undefined)
+          out.add(`${op}/fallbackUrl`, "only journey features' outcomes carry a fallbackUrl");
       }
       for (const [fieldName, value] of Object.entries(outcome.fields ?? {})) {
         if (!isReferenceField(value)) continue;
@@ -271,7 +284,8 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
           continue;
         }
         value.$ref.select.forEach((key, i) => {
-          if (!Object.hasOwn(item, key)) out.add(`${rp}/$ref/select/${i}`, `catalog item "${value.$ref.catalog}" has no key "${key}"`);
+          if (!Object.hasOwn(item, key))
+            out.add(`${rp}/$ref/select/${i}`, `catalog item "${value.$ref.catalog}" has no key "${key}"`);
         });
       }
     }

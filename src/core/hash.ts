@@ -94,7 +94,8 @@ export function compileExperiment(
   let total = 0;
   for (const v of variants) {
     const w = weights[v] ?? 0;
-    if (!(Number.isInteger(w) && w > 0)) throw new Error(`experiment ${name}: weight of ${v} must be a positive integer`);
+    if (!(Number.isInteger(w) && w > 0))
+      throw new Error(`experiment ${name}: weight of ${v} must be a positive integer`);
     total += w;
     upper.push(total);
   }

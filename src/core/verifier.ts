@@ -17,7 +17,10 @@ export interface VerifiedContent {
   readonly articleId: string | null;
 }
 
-export type ContentVerifier = (descriptor: ContentDescriptor | undefined | null, nowMs: number) => VerifiedContent | null;
+export type ContentVerifier = (
+  descriptor: ContentDescriptor | undefined | null,
+  nowMs: number,
+) => VerifiedContent | null;
 
 /** 32 bytes in base64url: 43 characters, optionally one "=" of padding. Nothing else. */
 const SIGNATURE_SHAPE = /^[A-Za-z0-9_-]{43}=?$/;

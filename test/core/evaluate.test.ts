@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noThenProperty: rules of the site-document format have a string `then` member.
 import { describe, expect, test } from "bun:test";
 import { evaluateBatch } from "../../src/core/evaluate";
 import { signContentPayload } from "../../src/core/verifier";
@@ -32,7 +33,9 @@ const testSite = site(
           data: { type: "data", fields: { n: 1, list: [1, 2], nested: { a: { b: true } }, nothing: null } },
           future: { type: "sparkle", fields: { level: 3 } },
           plain: {},
-          offer: { fields: { offer: { $ref: { catalog: "basic", select: ["title", "price", "terms"] } }, headline: "Hi" } },
+          offer: {
+            fields: { offer: { $ref: { catalog: "basic", select: ["title", "price", "terms"] } }, headline: "Hi" },
+          },
         },
         rules: [
           { when: { fact: "context.pick", eq: "allow" }, then: "allow" },
@@ -56,7 +59,12 @@ const testSite = site(
         },
         rules: [
           { when: { fact: "grants.premium", exists: true }, then: "subscriber" },
-          { when: { fact: "content.premium", eq: true }, tick: ["articles"], then: "metered", description: "reads content" },
+          {
+            when: { fact: "content.premium", eq: true },
+            tick: ["articles"],
+            then: "metered",
+            description: "reads content",
+          },
           { when: { meter: "articles", allows: true }, then: "metered", tick: ["articles"] },
           { split: { experiment: "wall", outcomes: { a: "wallA", b: "wallB" } } },
         ],
@@ -98,7 +106,10 @@ const testSite = site(
         purpose: "journey",
         outcomes: {
           account: { url: "https://news.example/account" },
-          checkout: { url: "https://shop.example/checkout?offer={context.offer}&u={user.id}", fallbackUrl: "https://news.example/subscribe" },
+          checkout: {
+            url: "https://shop.example/checkout?offer={context.offer}&u={user.id}",
+            fallbackUrl: "https://news.example/subscribe",
+          },
         },
         rules: [{ when: { fact: "grants.premium", exists: true }, then: "account" }],
         default: "checkout",
@@ -118,7 +129,10 @@ describe("outcomes", () => {
     ["allow", { outcome: "allow", type: "allow" }],
     ["deny", { outcome: "deny", type: "deny" }],
     ["redirect", { outcome: "redirect", type: "redirect", fields: { to: "/subscribe" } }],
-    ["data", { outcome: "data", type: "data", fields: { n: 1, list: [1, 2], nested: { a: { b: true } }, nothing: null } }],
+    [
+      "data",
+      { outcome: "data", type: "data", fields: { n: 1, list: [1, 2], nested: { a: { b: true } }, nothing: null } },
+    ],
     ["future", { outcome: "future", type: "sparkle", fields: { level: 3 } }],
     ["none", { outcome: "plain" }],
   ])("context.pick=%s answers exactly %o", (pick, expected) => {
@@ -130,8 +144,11 @@ describe("outcomes", () => {
 
   test("a reference field carries exactly the selected keys of the catalog item", () => {
     const d = run(["verdicts"], { context: { pick: "offer" } }).decisions.verdicts;
-    expect(d).toEqual({ outcome: "offer", fields: { offer: { title: "Basic", price: 5, terms: { months: 1 } }, headline: "Hi" } });
-    expect(Object.keys((d?.fields as { offer: object }).offer)).toEqual(["title", "price", "terms"]);
+    expect(d).toEqual({
+      outcome: "offer",
+      fields: { offer: { title: "Basic", price: 5, terms: { months: 1 } }, headline: "Hi" },
+    });
+    expect(Object.keys((d?.fields as { offer: object } | undefined)?.offer ?? {})).toEqual(["title", "price", "terms"]);
     expect(JSON.stringify(d)).not.toContain("internalSku");
   });
 
@@ -139,8 +156,8 @@ describe("outcomes", () => {
     const a = run(["verdicts"], { context: { pick: "offer" } }).decisions.verdicts;
     const b = run(["verdicts"], { context: { pick: "offer" } }).decisions.verdicts;
     expect(a).toBe(b as never);
-    expect(Object.isFrozen(a?.fields)).toBe(true);
-    expect(Object.isFrozen((a?.fields as { offer: { terms: object } }).offer.terms)).toBe(true);
+    expect(Object.isFrozen(a?.fields ?? {})).toBe(true);
+    expect(Object.isFrozen((a?.fields as { offer: { terms: object } } | undefined)?.offer.terms ?? {})).toBe(true);
     // The catalog object given to the compiler is not shared with (or frozen by) the answers.
     expect(Object.isFrozen(catalog.basic.terms)).toBe(false);
   });
@@ -156,13 +173,25 @@ describe("the error slot", () => {
   const cases: [string, SnapshotOptions, string][] = [
     ["valid descriptor reads content", verified(sign(good)), "metered"],
     ["content absent", verified(undefined), "broken"],
-    ["forged signature", verified({ payload: good, signature: sign(good, "another-secret-0123456").signature }), "broken"],
+    [
+      "forged signature",
+      verified({ payload: good, signature: sign(good, "another-secret-0123456").signature }),
+      "broken",
+    ],
     ["tampered payload", verified({ payload: good.replace("a1", "a2"), signature: sign(good).signature }), "broken"],
     ["expired descriptor", verified(sign(JSON.stringify({ id: "a1", premium: true, exp: NOW / 1000 - 1 }))), "broken"],
     ["unknown kid", verified(sign(JSON.stringify({ id: "a1", premium: true, kid: "k9" }))), "broken"],
-    ["second key by kid", verified(sign(JSON.stringify({ id: "a1", premium: true, kid: "k2" }), "second-secret-0123456789")), "metered"],
+    [
+      "second key by kid",
+      verified(sign(JSON.stringify({ id: "a1", premium: true, kid: "k2" }), "second-secret-0123456789")),
+      "metered",
+    ],
     ["meter read with no subject", { content: { premium: false }, subject: null, meters: {} }, "broken"],
-    ["experiment with no subject (meter spent)", { content: { premium: false }, subject: null, meters: { articles: { allowance: 3, count: 3, seen: false } } }, "broken"],
+    [
+      "experiment with no subject (meter spent)",
+      { content: { premium: false }, subject: null, meters: { articles: { allowance: 3, count: 3, seen: false } } },
+      "broken",
+    ],
   ];
   test.each(cases)("%s", (_name, options, expected) => {
     const r = run(["paywall"], { meters: { articles: { allowance: 3, count: 0, seen: false } }, ...options });
@@ -202,20 +231,33 @@ describe("the error slot", () => {
 
 describe("meters", () => {
   test("a seen meter: allowance and count as read, tick listed", () => {
-    const r = run(["paywall"], { content: { premium: false }, meters: { articles: { allowance: 3, count: 1, seen: false } } });
-    expect(r.decisions.paywall).toEqual({ outcome: "metered", type: "allow", meters: { articles: { allowance: 3, count: 1 } } });
+    const r = run(["paywall"], {
+      content: { premium: false },
+      meters: { articles: { allowance: 3, count: 1, seen: false } },
+    });
+    expect(r.decisions.paywall).toEqual({
+      outcome: "metered",
+      type: "allow",
+      meters: { articles: { allowance: 3, count: 1 } },
+    });
     expect(r.ticks).toEqual(["articles"]);
   });
 
   test("a spent seen meter still shows its read and does not tick", () => {
-    const r = run(["paywall"], { content: { premium: false }, meters: { articles: { allowance: 3, count: 3, seen: false } } });
+    const r = run(["paywall"], {
+      content: { premium: false },
+      meters: { articles: { allowance: 3, count: 3, seen: false } },
+    });
     expect(r.decisions.paywall?.meters).toEqual({ articles: { allowance: 3, count: 3 } });
     expect(r.decisions.paywall?.type).toBe("deny");
     expect(r.ticks).toEqual([]);
   });
 
   test("a spent seen meter lets an already-seen article through and ticks again (the counter ignores repeats)", () => {
-    const r = run(["paywall"], { content: { premium: false }, meters: { articles: { allowance: 3, count: 3, seen: true } } });
+    const r = run(["paywall"], {
+      content: { premium: false },
+      meters: { articles: { allowance: 3, count: 3, seen: true } },
+    });
     expect(r.decisions.paywall?.outcome).toBe("metered");
     expect(r.ticks).toEqual(["articles"]);
   });
@@ -249,7 +291,8 @@ describe("experiments and exposures", () => {
   test("the same subject gets the same variant on every call", () => {
     for (const subject of ["u-1", "u-2", "u-3", "device-xyz"]) {
       const first = run(["paywall"], { ...spent, subject }).decisions.paywall?.outcome;
-      for (let i = 0; i < 5; i++) expect(run(["paywall"], { ...spent, subject }).decisions.paywall?.outcome).toBe(first as string);
+      for (let i = 0; i < 5; i++)
+        expect(run(["paywall"], { ...spent, subject }).decisions.paywall?.outcome).toBe(first as string);
     }
   });
 
@@ -261,7 +304,11 @@ describe("experiments and exposures", () => {
   });
 
   test("two features splitting on one experiment give one exposure", () => {
-    const r = run(["paywall", "second_split"], { ...spent, subject: "u-7", meters: { ...spent.meters, calls: { allowance: 2, count: 0, seen: false } } });
+    const r = run(["paywall", "second_split"], {
+      ...spent,
+      subject: "u-7",
+      meters: { ...spent.meters, calls: { allowance: 2, count: 0, seen: false } },
+    });
     expect(r.exposures).toHaveLength(1);
     const variant = r.exposures[0]?.variant;
     expect(r.decisions.second_split?.outcome).toBe(variant === "a" ? "x" : "y");
@@ -291,7 +338,11 @@ describe("unanswered and batches", () => {
   });
 
   const names = ["paywall", "teaser", "second_split", "verdicts", "journey", "disabled", "nope", "always_ticks"];
-  const permutations = [names, [...names].reverse(), ["nope", "second_split", "always_ticks", "verdicts", "paywall", "disabled", "journey", "teaser"]];
+  const permutations = [
+    names,
+    [...names].reverse(),
+    ["nope", "second_split", "always_ticks", "verdicts", "paywall", "disabled", "journey", "teaser"],
+  ];
   const options: SnapshotOptions = {
     subject: "u-99",
     content: { premium: false },
@@ -334,7 +385,10 @@ describe("journey features", () => {
     ["an unavailable namespace", { context: { offer: "x" }, user: null }],
     ["an object value", { context: { offer: { a: 1 } }, user: { id: "u1" } }],
   ] as [string, SnapshotOptions][])("%s leaves the url unresolved, with the fallback", (_n, options) => {
-    expect(run(["journey"], options).decisions.journey).toEqual({ outcome: "checkout", fallbackUrl: "https://news.example/subscribe" });
+    expect(run(["journey"], options).decisions.journey).toEqual({
+      outcome: "checkout",
+      fallbackUrl: "https://news.example/subscribe",
+    });
   });
 
   test("journeys charge no meter and report unanswered like any feature", () => {

@@ -76,24 +76,22 @@ describe("compileExperiment", () => {
     expect(differ).toBeLessThan(600);
   });
 
-  test.each([
-    [{ a: 50, b: 50 }],
-    [{ a: 70, b: 30 }],
-    [{ control: 1, one: 1, two: 2 }],
-    [{ a: 90, b: 9, c: 1 }],
-  ])("10k subjects spread within ±3 points of the weights %o", (weights) => {
-    const e = compileExperiment("x", "dist", weights);
-    const counts: Record<string, number> = {};
-    const n = 10_000;
-    for (let i = 0; i < n; i++) {
-      const v = e.assign(`user-${i}`);
-      counts[v] = (counts[v] ?? 0) + 1;
-    }
-    const total = Object.values(weights).reduce((s, w) => s + w, 0);
-    for (const [variant, w] of Object.entries(weights)) {
-      expect(Math.abs((counts[variant] ?? 0) / n - w / total)).toBeLessThan(0.03);
-    }
-  });
+  test.each([[{ a: 50, b: 50 }], [{ a: 70, b: 30 }], [{ control: 1, one: 1, two: 2 }], [{ a: 90, b: 9, c: 1 }]])(
+    "10k subjects spread within ±3 points of the weights %o",
+    (weights) => {
+      const e = compileExperiment("x", "dist", weights);
+      const counts: Record<string, number> = {};
+      const n = 10_000;
+      for (let i = 0; i < n; i++) {
+        const v = e.assign(`user-${i}`);
+        counts[v] = (counts[v] ?? 0) + 1;
+      }
+      const total = Object.values(weights).reduce((s, w) => s + w, 0);
+      for (const [variant, w] of Object.entries(weights)) {
+        expect(Math.abs((counts[variant] ?? 0) / n - w / total)).toBeLessThan(0.03);
+      }
+    },
+  );
 
   test("a single variant takes everyone", () => {
     const e = compileExperiment("x", "s", { only: 5 });

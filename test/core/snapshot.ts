@@ -1,5 +1,6 @@
+// biome-ignore-all lint/suspicious/noThenProperty: rules of the site-document format have a string `then` member.
 /** Test helpers for the decision core: snapshots and small documents. */
-import { compileSite, type CompiledSite } from "../../src/core/compile";
+import { type CompiledSite, compileSite } from "../../src/core/compile";
 import { validateSiteDocument } from "../../src/core/document";
 import type { FactSnapshot, MeterRead } from "../../src/core/types";
 

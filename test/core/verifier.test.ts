@@ -42,7 +42,10 @@ describe("content descriptors", () => {
 
   test("kid selects the rotated key", () => {
     const p = JSON.stringify({ id: 7, kid: "k2" });
-    expect(verify({ payload: p, signature: sign(p, K2.secret) }, NOW)).toEqual({ facts: { id: 7, kid: "k2" }, articleId: "7" });
+    expect(verify({ payload: p, signature: sign(p, K2.secret) }, NOW)).toEqual({
+      facts: { id: 7, kid: "k2" },
+      articleId: "7",
+    });
     expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toBeNull();
   });
 
@@ -64,11 +67,26 @@ describe("content descriptors", () => {
     ["bad base64 characters", { payload, signature: `${good.slice(0, 42)}!` }],
     ["non-ASCII signature", { payload, signature: `${good.slice(0, 42)}Ł` }],
     ["hex signature", { payload, signature: createHmac("sha256", K1.secret).update(payload).digest("hex") }],
-    ["unknown kid", { payload: JSON.stringify({ kid: "k9" }), signature: sign(JSON.stringify({ kid: "k9" }), K1.secret) }],
+    [
+      "unknown kid",
+      { payload: JSON.stringify({ kid: "k9" }), signature: sign(JSON.stringify({ kid: "k9" }), K1.secret) },
+    ],
     ["non-string kid", { payload: JSON.stringify({ kid: 1 }), signature: sign(JSON.stringify({ kid: 1 }), K1.secret) }],
-    ["expired", { payload: JSON.stringify({ exp: NOW / 1000 - 1 }), signature: sign(JSON.stringify({ exp: NOW / 1000 - 1 }), K1.secret) }],
-    ["expiring this very second", { payload: JSON.stringify({ exp: NOW / 1000 }), signature: sign(JSON.stringify({ exp: NOW / 1000 }), K1.secret) }],
-    ["exp not a number", { payload: JSON.stringify({ exp: "2030" }), signature: sign(JSON.stringify({ exp: "2030" }), K1.secret) }],
+    [
+      "expired",
+      {
+        payload: JSON.stringify({ exp: NOW / 1000 - 1 }),
+        signature: sign(JSON.stringify({ exp: NOW / 1000 - 1 }), K1.secret),
+      },
+    ],
+    [
+      "expiring this very second",
+      { payload: JSON.stringify({ exp: NOW / 1000 }), signature: sign(JSON.stringify({ exp: NOW / 1000 }), K1.secret) },
+    ],
+    [
+      "exp not a number",
+      { payload: JSON.stringify({ exp: "2030" }), signature: sign(JSON.stringify({ exp: "2030" }), K1.secret) },
+    ],
     ["non-JSON payload", { payload: "id=1", signature: sign("id=1", K1.secret) }],
     ["JSON array payload", { payload: "[1,2]", signature: sign("[1,2]", K1.secret) }],
     ["JSON string payload", { payload: '"x"', signature: sign('"x"', K1.secret) }],
@@ -87,7 +105,10 @@ describe("content descriptors", () => {
 
   test("exp in the future is fine; the id can be absent", () => {
     const p = JSON.stringify({ exp: NOW / 1000 + 1, section: "x" });
-    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toEqual({ facts: JSON.parse(p), articleId: null });
+    expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toEqual({
+      facts: JSON.parse(p),
+      articleId: null,
+    });
   });
 
   test("a site with no content keys verifies nothing", () => {
