@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from "node:fs";
-import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 
 /** Frozen configuration, read once from the environment in main.ts and passed down. */
 export interface Config {
@@ -79,7 +79,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (seedRaw !== undefined && seedRaw !== "" && !["0", "1", "true", "false"].includes(seedRaw)) {
     throw new ConfigError("SVC_SEED_DEMO", "must be 1, 0, true or false");
   }
-  const seedDemo = seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
+  const seedDemo =
+    seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
   return Object.freeze({
     port,
     host: env.HOST || "0.0.0.0",
@@ -97,6 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
 
 function igluVendor(env: Env): string {
   const value = env.SVC_IGLU_VENDOR || "com.svc";
-  if (!/^[a-zA-Z0-9_.-]+$/.test(value)) throw new ConfigError("SVC_IGLU_VENDOR", "must be a reverse-DNS vendor like com.example");
+  if (!/^[a-zA-Z0-9_.-]+$/.test(value))
+    throw new ConfigError("SVC_IGLU_VENDOR", "must be a reverse-DNS vendor like com.example");
   return value;
 }

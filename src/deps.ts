@@ -3,14 +3,14 @@ import { type Change, ChangeFeed } from "./changes/change-feed";
 import type { Config } from "./config";
 import { Flusher } from "./counters/flusher";
 import { MeterCounters } from "./counters/meter-counters";
+import { RateWindows } from "./counters/rate-windows";
 import { KeyService } from "./keys/service";
 import { KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
+import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
-import { PreviewTokens } from "./preview/tokens";
-import { RateWindows } from "./counters/rate-windows";
 import { UserFactsCache } from "./users/facts-cache";
 import { UserStore } from "./users/store";
 
@@ -50,8 +50,7 @@ export interface DepsOverrides {
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const now = overrides.now ?? Date.now;
-  const database =
-    overrides.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const database = overrides.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
   const siteStore = new SiteStore(database.db);
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);

@@ -8,7 +8,10 @@ export interface Logger {
 
 const levels = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 
-export function createLogger(level: keyof typeof levels, write: (line: string) => void = (l) => console.log(l)): Logger {
+export function createLogger(
+  level: keyof typeof levels,
+  write: (line: string) => void = (l) => console.log(l),
+): Logger {
   const min = levels[level];
   const emit = (lvl: keyof typeof levels, message: string, fields?: Record<string, unknown>) => {
     if (levels[lvl] < min) return;

@@ -1,5 +1,5 @@
 import { createApp } from "./app";
-import { ConfigError, type Config, loadConfig } from "./config";
+import { type Config, ConfigError, loadConfig } from "./config";
 import { createDeps, startDeps, stopDeps } from "./deps";
 import { seedDemo } from "./seed";
 

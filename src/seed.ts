@@ -6,7 +6,13 @@ import type { Deps } from "./deps";
 
 export const DEMO_TENANT = "default";
 export const DEMO_SITE = "demo";
-export const demoDocumentPath = join(dirname(fileURLToPath(import.meta.url)), "..", "docs", "examples", "demo-site.json");
+export const demoDocumentPath = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "docs",
+  "examples",
+  "demo-site.json",
+);
 
 /**
  * First run on an empty store: a clearly labelled demo (the default tenant answering every

@@ -16,7 +16,9 @@ describe("configuration", () => {
   it("seeds nothing with DATABASE_URL unless asked", () => {
     const dir = tempDir();
     expect(loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db" }).seedDemo).toBe(false);
-    expect(loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db", SVC_SEED_DEMO: "1" }).seedDemo).toBe(true);
+    expect(
+      loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db", SVC_SEED_DEMO: "1" }).seedDemo,
+    ).toBe(true);
   });
 
   it.each([

@@ -14,7 +14,9 @@ export const KeyParams = t.Object({
 export const CreateTenantBody = t.Object(
   {
     id: tenantId,
-    hosts: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 253, pattern: "^[A-Za-z0-9.-]+$" }), { maxItems: 100 })),
+    hosts: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 253, pattern: "^[A-Za-z0-9.-]+$" }), { maxItems: 100 }),
+    ),
     default: t.Optional(t.Boolean()),
   },
   { additionalProperties: false },

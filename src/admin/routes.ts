@@ -32,38 +32,74 @@ export function adminRoutes(deps: Deps) {
       }
     })
     .get("/tenants", async () => ({ tenants: await deps.siteStore.listTenants() }))
-    .post("/tenants", async ({ body, set }) => {
-      set.status = 201;
-      return { tenant: await createTenant(deps, body) };
-    }, { body: CreateTenantBody })
-    .get("/tenants/:tenant/sites", async ({ params }) => {
-      if (!deps.registry.hasTenant(params.tenant)) throw new AppError("not_found", "Unknown tenant.");
-      return { sites: await deps.siteStore.listSites(params.tenant) };
-    }, { params: TenantParams })
-    .post("/tenants/:tenant/sites", async ({ params, body, set }) => {
-      set.status = 201;
-      return { site: await createSite(deps, params.tenant, body.id) };
-    }, { params: TenantParams, body: CreateSiteBody })
-    .post("/tenants/:tenant/sites/:site/disable", async ({ params }) => ({
-      site: await setSiteDisabled(deps, params.tenant, params.site, true),
-    }), { params: SiteParams })
-    .post("/tenants/:tenant/sites/:site/enable", async ({ params }) => ({
-      site: await setSiteDisabled(deps, params.tenant, params.site, false),
-    }), { params: SiteParams })
-    .post("/tenants/:tenant/sites/:site/deploy", async ({ params, body }) => ({
-      deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
-    }), { params: SiteParams, body: DeployBody })
-    .get("/tenants/:tenant/sites/:site/keys", async ({ params }) => {
-      await requireSite(deps, params.tenant, params.site);
-      return { keys: await deps.keys.list(params.tenant, params.site, deps.now()) };
-    }, { params: SiteParams })
-    .post("/tenants/:tenant/sites/:site/keys", async ({ params, body, set }) => {
-      await requireSite(deps, params.tenant, params.site);
-      set.status = 201;
-      return await deps.keys.issue(params.tenant, params.site, body, deps.now());
-    }, { params: SiteParams, body: IssueKeyBody })
-    .post("/tenants/:tenant/sites/:site/keys/:keyId/revoke", async ({ params }) => ({
-      key: await deps.keys.revoke(params.tenant, params.site, params.keyId, deps.now()),
-    }), { params: KeyParams })
+    .post(
+      "/tenants",
+      async ({ body, set }) => {
+        set.status = 201;
+        return { tenant: await createTenant(deps, body) };
+      },
+      { body: CreateTenantBody },
+    )
+    .get(
+      "/tenants/:tenant/sites",
+      async ({ params }) => {
+        if (!deps.registry.hasTenant(params.tenant)) throw new AppError("not_found", "Unknown tenant.");
+        return { sites: await deps.siteStore.listSites(params.tenant) };
+      },
+      { params: TenantParams },
+    )
+    .post(
+      "/tenants/:tenant/sites",
+      async ({ params, body, set }) => {
+        set.status = 201;
+        return { site: await createSite(deps, params.tenant, body.id) };
+      },
+      { params: TenantParams, body: CreateSiteBody },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/disable",
+      async ({ params }) => ({
+        site: await setSiteDisabled(deps, params.tenant, params.site, true),
+      }),
+      { params: SiteParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/enable",
+      async ({ params }) => ({
+        site: await setSiteDisabled(deps, params.tenant, params.site, false),
+      }),
+      { params: SiteParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/deploy",
+      async ({ params, body }) => ({
+        deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
+      }),
+      { params: SiteParams, body: DeployBody },
+    )
+    .get(
+      "/tenants/:tenant/sites/:site/keys",
+      async ({ params }) => {
+        await requireSite(deps, params.tenant, params.site);
+        return { keys: await deps.keys.list(params.tenant, params.site, deps.now()) };
+      },
+      { params: SiteParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/keys",
+      async ({ params, body, set }) => {
+        await requireSite(deps, params.tenant, params.site);
+        set.status = 201;
+        return await deps.keys.issue(params.tenant, params.site, body, deps.now());
+      },
+      { params: SiteParams, body: IssueKeyBody },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/keys/:keyId/revoke",
+      async ({ params }) => ({
+        key: await deps.keys.revoke(params.tenant, params.site, params.keyId, deps.now()),
+      }),
+      { params: KeyParams },
+    )
     .use(adminUserRoutes(deps));
 }

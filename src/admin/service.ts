@@ -31,7 +31,13 @@ export async function requireSite(deps: AdminDeps, tenantId: string, siteId: str
  * Validates (schema + semantic checks), stores a new version and tells every process to swap
  * to it. An invalid document is refused with the failing JSON paths and changes nothing.
  */
-export async function deploySite(deps: AdminDeps, tenantId: string, siteId: string, document: unknown, preview: boolean) {
+export async function deploySite(
+  deps: AdminDeps,
+  tenantId: string,
+  siteId: string,
+  document: unknown,
+  preview: boolean,
+) {
   await requireSite(deps, tenantId, siteId);
   const checked = validateSiteDocument(document);
   if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);

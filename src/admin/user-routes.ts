@@ -2,7 +2,15 @@ import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import type { GrantRow } from "../users/store";
-import { AddGrantBody, CreateUserBody, GrantParams, PreviewTokenBody, SiteParams, TenantParams, UserParams } from "./model";
+import {
+  AddGrantBody,
+  CreateUserBody,
+  GrantParams,
+  PreviewTokenBody,
+  SiteParams,
+  TenantParams,
+  UserParams,
+} from "./model";
 import { requireSite } from "./service";
 
 const grantView = (g: GrantRow) => ({ grant: g.grant, expiresAt: g.expiresAt ? g.expiresAt.toISOString() : null });
@@ -23,32 +31,52 @@ export function adminUserRoutes(deps: Deps) {
   const grantsChanged = (tenantId: string, userId: string) =>
     deps.changes.publish({ topic: "grants", tenantId, subject: userId });
   return new Elysia()
-    .post("/tenants/:tenant/users", async ({ params, body, set }) => {
-      requireTenant(deps, params.tenant);
-      const { user, created } = await deps.users.createUser(params.tenant, body.email);
-      set.status = created ? 201 : 200;
-      return { user: { id: user.id, email: user.email, emailVerified: user.emailVerified }, created };
-    }, { params: TenantParams, body: CreateUserBody })
-    .get("/tenants/:tenant/users/:user/grants", async ({ params }) => {
-      await requireUser(deps, params.tenant, params.user);
-      return { grants: (await deps.users.listGrants(params.tenant, params.user)).map(grantView) };
-    }, { params: UserParams })
-    .post("/tenants/:tenant/users/:user/grants", async ({ params, body }) => {
-      await requireUser(deps, params.tenant, params.user);
-      const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
-      const row = await deps.users.addGrant(params.tenant, params.user, body.grant, expiresAt);
-      await grantsChanged(params.tenant, params.user);
-      return { grant: grantView(row) };
-    }, { params: UserParams, body: AddGrantBody })
-    .delete("/tenants/:tenant/users/:user/grants/:grant", async ({ params }) => {
-      await requireUser(deps, params.tenant, params.user);
-      const removed = await deps.users.revokeGrant(params.tenant, params.user, params.grant);
-      if (!removed) throw new AppError("not_found", "The user does not hold that grant.");
-      await grantsChanged(params.tenant, params.user);
-      return { revoked: true };
-    }, { params: GrantParams })
-    .post("/tenants/:tenant/sites/:site/preview-tokens", async ({ params, body }) => {
-      await requireSite(deps, params.tenant, params.site);
-      return deps.previewTokens.mint(params.tenant, params.site, body.ttlSeconds ?? 3600, deps.now());
-    }, { params: SiteParams, body: PreviewTokenBody });
+    .post(
+      "/tenants/:tenant/users",
+      async ({ params, body, set }) => {
+        requireTenant(deps, params.tenant);
+        const { user, created } = await deps.users.createUser(params.tenant, body.email);
+        set.status = created ? 201 : 200;
+        return { user: { id: user.id, email: user.email, emailVerified: user.emailVerified }, created };
+      },
+      { params: TenantParams, body: CreateUserBody },
+    )
+    .get(
+      "/tenants/:tenant/users/:user/grants",
+      async ({ params }) => {
+        await requireUser(deps, params.tenant, params.user);
+        return { grants: (await deps.users.listGrants(params.tenant, params.user)).map(grantView) };
+      },
+      { params: UserParams },
+    )
+    .post(
+      "/tenants/:tenant/users/:user/grants",
+      async ({ params, body }) => {
+        await requireUser(deps, params.tenant, params.user);
+        const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
+        const row = await deps.users.addGrant(params.tenant, params.user, body.grant, expiresAt);
+        await grantsChanged(params.tenant, params.user);
+        return { grant: grantView(row) };
+      },
+      { params: UserParams, body: AddGrantBody },
+    )
+    .delete(
+      "/tenants/:tenant/users/:user/grants/:grant",
+      async ({ params }) => {
+        await requireUser(deps, params.tenant, params.user);
+        const removed = await deps.users.revokeGrant(params.tenant, params.user, params.grant);
+        if (!removed) throw new AppError("not_found", "The user does not hold that grant.");
+        await grantsChanged(params.tenant, params.user);
+        return { revoked: true };
+      },
+      { params: GrantParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/preview-tokens",
+      async ({ params, body }) => {
+        await requireSite(deps, params.tenant, params.site);
+        return deps.previewTokens.mint(params.tenant, params.site, body.ttlSeconds ?? 3600, deps.now());
+      },
+      { params: SiteParams, body: PreviewTokenBody },
+    );
 }

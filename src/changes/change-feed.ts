@@ -82,7 +82,11 @@ export class ChangeFeed {
             try {
               await this.apply(row);
             } catch (error) {
-              this.logger.error("applying a change failed", { topic: row.topic, subject: row.subject, error: String(error) });
+              this.logger.error("applying a change failed", {
+                topic: row.topic,
+                subject: row.subject,
+                error: String(error),
+              });
             }
             this.lastId = row.id;
           }

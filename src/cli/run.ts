@@ -114,12 +114,21 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
     case "tenant create": {
       if (rest.length < 1) throw new CliError("usage: svc tenant create <id> [--host H]... [--default]");
-      const out = await call("POST", "/admin/tenants", { id: rest[0], hosts: values.host ?? [], default: values.default ?? false });
+      const out = await call("POST", "/admin/tenants", {
+        id: rest[0],
+        hosts: values.host ?? [],
+        default: values.default ?? false,
+      });
       return { json: out, text: `tenant ${rest[0]} created` };
     }
     case "tenant list": {
-      const out = (await call("GET", "/admin/tenants")) as { tenants: { id: string; hosts: string[]; isDefault: boolean }[] };
-      return { json: out, text: out.tenants.map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}`).join("\n") };
+      const out = (await call("GET", "/admin/tenants")) as {
+        tenants: { id: string; hosts: string[]; isDefault: boolean }[];
+      };
+      return {
+        json: out,
+        text: out.tenants.map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}`).join("\n"),
+      };
     }
     case "site create": {
       const [site] = need(1, "site create <site> [--tenant T]");
@@ -127,7 +136,9 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
       return { json: out, text: `site ${decodeURIComponent(site ?? "")} created` };
     }
     case "site list": {
-      const out = (await call("GET", `/admin/tenants/${tenant}/sites`)) as { sites: { id: string; liveVersion: number | null }[] };
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites`)) as {
+        sites: { id: string; liveVersion: number | null }[];
+      };
       return { json: out, text: out.sites.map((s) => `${s.id}\tlive v${s.liveVersion ?? "-"}`).join("\n") };
     }
     case "site disable":
@@ -175,12 +186,33 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     case "keys list": {
       const [site] = need(1, "keys list <site>");
       const out = (await call("GET", `/admin/tenants/${tenant}/sites/${site}/keys`)) as {
-        keys: { id: string; name: string; prefix: string; permissions: string[]; status: string; requests: number; lastUsed: string | null; expires: string | null }[];
+        keys: {
+          id: string;
+          name: string;
+          prefix: string;
+          permissions: string[];
+          status: string;
+          requests: number;
+          lastUsed: string | null;
+          expires: string | null;
+        }[];
       };
       const lines = out.keys.map((k) =>
-        [k.id, k.name, `${k.prefix}…`, k.permissions.join(","), k.status, k.requests, k.lastUsed ?? "never", k.expires ?? "never"].join("\t"),
+        [
+          k.id,
+          k.name,
+          `${k.prefix}…`,
+          k.permissions.join(","),
+          k.status,
+          k.requests,
+          k.lastUsed ?? "never",
+          k.expires ?? "never",
+        ].join("\t"),
       );
-      return { json: out, text: ["ID\tNAME\tKEY\tPERMISSIONS\tSTATUS\tREQUESTS\tLAST USED\tEXPIRES", ...lines].join("\n") };
+      return {
+        json: out,
+        text: ["ID\tNAME\tKEY\tPERMISSIONS\tSTATUS\tREQUESTS\tLAST USED\tEXPIRES", ...lines].join("\n"),
+      };
     }
     case "keys revoke": {
       const [site, keyId] = need(2, "keys revoke <site> <keyId>");
@@ -189,7 +221,9 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     }
     case "users create": {
       if (rest.length < 1) throw new CliError("usage: svc users create <email>");
-      const out = (await call("POST", `/admin/tenants/${tenant}/users`, { email: rest[0] })) as { user: { id: string } };
+      const out = (await call("POST", `/admin/tenants/${tenant}/users`, { email: rest[0] })) as {
+        user: { id: string };
+      };
       return { json: out, text: `user ${out.user.id}` };
     }
     case "grants add": {
@@ -207,7 +241,9 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     }
     case "grants list": {
       const [user] = need(1, "grants list <userId>");
-      const out = (await call("GET", `/admin/tenants/${tenant}/users/${user}/grants`)) as { grants: { grant: string; expiresAt: string | null }[] };
+      const out = (await call("GET", `/admin/tenants/${tenant}/users/${user}/grants`)) as {
+        grants: { grant: string; expiresAt: string | null }[];
+      };
       return { json: out, text: out.grants.map((g) => `${g.grant}\t${g.expiresAt ?? "never"}`).join("\n") };
     }
     default:

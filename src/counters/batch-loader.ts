@@ -7,7 +7,10 @@ export class BatchLoader<V> {
   private queue: { key: string; resolve: (v: V) => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
 
-  constructor(private readonly loadMany: (keys: string[]) => Promise<Map<string, V>>, private readonly empty: () => V) {}
+  constructor(
+    private readonly loadMany: (keys: string[]) => Promise<Map<string, V>>,
+    private readonly empty: () => V,
+  ) {}
 
   load(key: string): Promise<V> {
     const existing = this.inFlight.get(key);

@@ -39,7 +39,10 @@ export class MeterCounters implements Flushable {
     private readonly db: Db,
     private readonly maxEntries = 2_000_000,
   ) {
-    this.loader = new BatchLoader((keys) => this.loadMany(keys), () => ({ count: 0, seen: null }));
+    this.loader = new BatchLoader(
+      (keys) => this.loadMany(keys),
+      () => ({ count: 0, seen: null }),
+    );
   }
 
   get size(): number {
@@ -75,14 +78,16 @@ export class MeterCounters implements Flushable {
 
   /** Counts an article once on a seen meter; returns false when it was already counted. */
   tickSeen(key: string, state: MeterState, item: string): boolean {
-    const seen = state.seen ?? (state.seen = []);
+    if (state.seen === null) state.seen = [];
+    const seen = state.seen;
     if (seen.includes(item)) return false;
     seen.push(item);
     state.count += 1;
     const pending = this.dirty.get(key);
     if (pending) {
       pending.delta += 1;
-      (pending.items ??= []).push(item);
+      if (pending.items === null) pending.items = [item];
+      else pending.items.push(item);
     } else {
       this.dirty.set(key, { delta: 1, items: [item] });
     }
@@ -142,21 +147,39 @@ export class MeterCounters implements Flushable {
         return sql`(${t}, ${s}, ${m}, ${subj}, ${per})`;
       });
       const list = sql.join(tuples, sql`, `);
-      const counts = rowsOf<{ tenant_id: string; site_id: string; meter: string; subject: string; period: string; count: number }>(
+      const counts = rowsOf<{
+        tenant_id: string;
+        site_id: string;
+        meter: string;
+        subject: string;
+        period: string;
+        count: number;
+      }>(
         await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, count from meter_counts
           where (tenant_id, site_id, meter, subject, period) in (${list})`),
       );
       for (const r of counts) {
-        found.set(meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period), { count: Number(r.count), seen: null });
+        found.set(meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period), {
+          count: Number(r.count),
+          seen: null,
+        });
       }
-      const items = rowsOf<{ tenant_id: string; site_id: string; meter: string; subject: string; period: string; item: string }>(
+      const items = rowsOf<{
+        tenant_id: string;
+        site_id: string;
+        meter: string;
+        subject: string;
+        period: string;
+        item: string;
+      }>(
         await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, item from meter_seen
           where (tenant_id, site_id, meter, subject, period) in (${list})`),
       );
       for (const r of items) {
         const key = meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
-        const state = found.get(key) ?? { count: 0, seen: null };
-        (state.seen ??= []).push(r.item);
+        const state = found.get(key) ?? { count: 0, seen: [] };
+        if (state.seen === null) state.seen = [r.item];
+        else state.seen.push(r.item);
         found.set(key, state);
       }
     }

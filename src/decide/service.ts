@@ -1,7 +1,7 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
 import type { FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
-import { meterKey, type MeterCounters, type MeterState } from "../counters/meter-counters";
+import { type MeterCounters, type MeterState, meterKey } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
@@ -88,7 +88,8 @@ export async function decide(deps: DecideDeps, req: DecideRequest): Promise<Deci
         const key = meterKey(site.tenantId, site.id, meterName, subject, meter.periodKey(now));
         const seenKind = meter.kind === "seen";
         const state = deps.meters.peek(key) ?? (await deps.meters.read(key, seenKind));
-        (held ??= new Map()).set(meterName, { key, state, seenKind });
+        if (held === null) held = new Map();
+        held.set(meterName, { key, state, seenKind });
       }
     }
   }

@@ -42,31 +42,31 @@ export function errorEnvelope(logger: Logger) {
       }
     })
     .onError({ as: "global" }, ({ code, error, request }) => {
-    if (error instanceof AppError) {
-      return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
-    }
-    switch (code) {
-      case "VALIDATION":
-        return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
-      case "PARSE":
-        return json(400, errorBody("bad_request", "The request body is not valid JSON."));
-      case "NOT_FOUND":
-        return json(404, errorBody("not_found", "No such route."));
-      case "INVALID_COOKIE_SIGNATURE":
-        return json(400, errorBody("bad_request", "Invalid cookie."));
-      default: {
-        const status = (error as { status?: unknown }).status;
-        if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
-        const requestId = crypto.randomUUID();
-        logger.error("unexpected error", {
-          requestId,
-          method: request.method,
-          path: new URL(request.url).pathname,
-          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-          stack: error instanceof Error ? error.stack : undefined,
-        });
-        return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
+      if (error instanceof AppError) {
+        return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
       }
-    }
-  });
+      switch (code) {
+        case "VALIDATION":
+          return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
+        case "PARSE":
+          return json(400, errorBody("bad_request", "The request body is not valid JSON."));
+        case "NOT_FOUND":
+          return json(404, errorBody("not_found", "No such route."));
+        case "INVALID_COOKIE_SIGNATURE":
+          return json(400, errorBody("bad_request", "Invalid cookie."));
+        default: {
+          const status = (error as { status?: unknown }).status;
+          if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
+          const requestId = crypto.randomUUID();
+          logger.error("unexpected error", {
+            requestId,
+            method: request.method,
+            path: new URL(request.url).pathname,
+            error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+            stack: error instanceof Error ? error.stack : undefined,
+          });
+          return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
+        }
+      }
+    });
 }

@@ -41,7 +41,12 @@ export function errorBody(code: string, message: string, details?: unknown): Err
 }
 
 /** A JSON error Response, for the few places that answer before Elysia's handlers run. */
-export function errorResponse(status: number, code: string, message: string, headers?: Record<string, string>): Response {
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+): Response {
   return new Response(JSON.stringify(errorBody(code, message)), {
     status,
     headers: { "content-type": "application/json", ...headers },

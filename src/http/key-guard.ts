@@ -43,7 +43,11 @@ export interface KeyGuardOptions {
  * (401 Missing), key active (401 Invalid), key pinned to the selected site (403), site
  * served (404), permission (403). Counts the request against the key when it passes.
  */
-export async function authenticateKeyed(deps: KeyGuardDeps, request: Request, options: KeyGuardOptions = {}): Promise<KeyedRequest> {
+export async function authenticateKeyed(
+  deps: KeyGuardDeps,
+  request: Request,
+  options: KeyGuardOptions = {},
+): Promise<KeyedRequest> {
   const headers = request.headers;
   const siteId = readSiteId(headers);
   const value = presentedKey(headers);

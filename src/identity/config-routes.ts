@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "../http/site";
 import type { Mount } from "../http/mounts";
+import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "../http/site";
 
 /**
  * GET /v1/id/config (both mounts): the public identity settings of a site. No credential,
@@ -19,7 +19,8 @@ export function identityConfigRoutes(deps: Deps, prefix: Mount) {
     return {
       site: site.id,
       identityMode: mode,
-      signInEnabled: mode === "svc_only" || (mode === "dual" && identity.signInEnabled === true),
+      // Unset means open in svc_only and closed in dual; never open in external_only.
+      signInEnabled: mode !== "external_only" && (identity.signInEnabled ?? mode === "svc_only"),
       logoutUrl: identity.upstream?.signOutUrl ?? null,
     };
   });

@@ -71,7 +71,12 @@ export class KeyService {
     private readonly changes: ChangeFeed,
   ) {}
 
-  async issue(tenantId: string, siteId: string, input: IssueKeyInput, nowMs: number): Promise<KeyListing & { key: string }> {
+  async issue(
+    tenantId: string,
+    siteId: string,
+    input: IssueKeyInput,
+    nowMs: number,
+  ): Promise<KeyListing & { key: string }> {
     const value = generateKeyValue();
     const permissions = [...new Set(input.permissions ?? [])].sort();
     const row = await this.store.insert({

@@ -14,7 +14,12 @@ export class PreviewTokens {
     this.key = new TextEncoder().encode(`preview:${secret}`);
   }
 
-  async mint(tenantId: string, siteId: string, ttlSeconds: number, nowMs: number): Promise<{ token: string; expiresAt: string }> {
+  async mint(
+    tenantId: string,
+    siteId: string,
+    ttlSeconds: number,
+    nowMs: number,
+  ): Promise<{ token: string; expiresAt: string }> {
     const iat = Math.floor(nowMs / 1000);
     const exp = iat + ttlSeconds;
     const token = await new SignJWT({ tid: tenantId })

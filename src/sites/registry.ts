@@ -87,10 +87,7 @@ export class SiteRegistry {
       disabled: row.disabled,
       liveVersion: row.liveVersion,
       previewVersion: row.previewVersion,
-      live:
-        previous && previous.liveVersion === row.liveVersion
-          ? previous.live
-          : this.compile(row, row.live, "live"),
+      live: previous && previous.liveVersion === row.liveVersion ? previous.live : this.compile(row, row.live, "live"),
       preview:
         previous && previous.previewVersion === row.previewVersion
           ? previous.preview

@@ -108,11 +108,21 @@ export class SiteStore {
     const versions = rows.flatMap((r) =>
       [r.liveVersion, r.previewVersion]
         .filter((v): v is number => v !== null)
-        .map((v) => and(eq(siteDocuments.tenantId, r.tenantId), eq(siteDocuments.siteId, r.id), eq(siteDocuments.version, v))),
+        .map((v) =>
+          and(eq(siteDocuments.tenantId, r.tenantId), eq(siteDocuments.siteId, r.id), eq(siteDocuments.version, v)),
+        ),
     );
-    const docs = versions.length > 0 ? await this.db.select().from(siteDocuments).where(or(...versions)) : [];
+    const docs =
+      versions.length > 0
+        ? await this.db
+            .select()
+            .from(siteDocuments)
+            .where(or(...versions))
+        : [];
     const docOf = (r: (typeof rows)[number], v: number | null) =>
-      v === null ? null : (docs.find((d) => d.tenantId === r.tenantId && d.siteId === r.id && d.version === v)?.document ?? null);
+      v === null
+        ? null
+        : (docs.find((d) => d.tenantId === r.tenantId && d.siteId === r.id && d.version === v)?.document ?? null);
     return rows.map((r) => ({
       tenantId: r.tenantId,
       id: r.id,

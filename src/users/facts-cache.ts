@@ -1,5 +1,5 @@
-import { BatchLoader } from "../counters/batch-loader";
 import type { GrantFacts } from "../core/types";
+import { BatchLoader } from "../counters/batch-loader";
 import type { GrantRow, UserRow, UserStore } from "./store";
 
 /** What decide needs of a user: traits and grants, held in memory. */
@@ -58,7 +58,15 @@ export class UserFactsCache {
       loader = new BatchLoader(
         async (ids) => {
           const { users, grants } = await this.store.usersWithGrants(tenantId, ids);
-          return new Map(users.map((u) => [u.id, toFacts(u, grants.filter((g) => g.userId === u.id))]));
+          return new Map(
+            users.map((u) => [
+              u.id,
+              toFacts(
+                u,
+                grants.filter((g) => g.userId === u.id),
+              ),
+            ]),
+          );
         },
         () => ({ traits: null, grants: NONE, validUntil: Number.POSITIVE_INFINITY, held: [] }),
       );

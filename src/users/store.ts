@@ -55,7 +55,15 @@ export class UserStore {
     const held = await this.db
       .select()
       .from(grants)
-      .where(and(eq(grants.tenantId, tenantId), inArray(grants.userId, found.map((u) => u.id))));
+      .where(
+        and(
+          eq(grants.tenantId, tenantId),
+          inArray(
+            grants.userId,
+            found.map((u) => u.id),
+          ),
+        ),
+      );
     return { users: found, grants: held };
   }
 

@@ -22,7 +22,10 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
   });
 
   it("seeds a labelled demo on an empty store and prints a curl line that gets a real decision", async () => {
-    const line = server.output().split("\n").find((l) => l.startsWith("curl -s"));
+    const line = server
+      .output()
+      .split("\n")
+      .find((l) => l.startsWith("curl -s"));
     expect(line).toBeDefined();
     const key = line!.match(/Bearer (svc_[0-9A-Za-z]+)/)![1]!;
     const body = line!.match(/-d '(.*)'$/)![1]!;
@@ -53,7 +56,10 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(deployed.code).toBe(0);
     expect(JSON.parse(deployed.stdout).deployment).toMatchObject({ version: 1, stage: "live" });
 
-    const issued = await runCli(["keys", "issue", "news", "--name", "cms", "--permission", "streaming:write", "--json"], env);
+    const issued = await runCli(
+      ["keys", "issue", "news", "--name", "cms", "--permission", "streaming:write", "--json"],
+      env,
+    );
     expect(issued.code).toBe(0);
     const out = JSON.parse(issued.stdout);
     expect(out.key).toMatch(/^svc_/);

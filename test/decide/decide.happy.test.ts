@@ -31,7 +31,11 @@ describe("POST /v1/decide: response contract and effects", () => {
 
   it("answers each member of the contract exactly", async () => {
     const content = signedContent({ id: "a-1", section: "sport" });
-    const answer = await decide({ features: ["paywall", "teaser", "section", "hidden", "ghost"], deviceId: "dev-contract", content });
+    const answer = await decide({
+      features: ["paywall", "teaser", "section", "hidden", "ghost"],
+      deviceId: "dev-contract",
+      content,
+    });
     expect(Object.keys(answer).sort()).toEqual(["decisions", "exposures", "preview", "unanswered"]);
     expect(answer.preview).toBe(false);
     expect(answer.unanswered).toEqual(["hidden", "ghost"]);
@@ -60,9 +64,15 @@ describe("POST /v1/decide: response contract and effects", () => {
 
   it.each([
     ["absent", undefined],
-    ["tampered", { ...signedContent({ id: "a-3", section: "sport" }), payload: JSON.stringify({ id: "a-3", section: "sports" }) }],
+    [
+      "tampered",
+      { ...signedContent({ id: "a-3", section: "sport" }), payload: JSON.stringify({ id: "a-3", section: "sports" }) },
+    ],
     ["signed with another key", signedContent({ id: "a-3", section: "sport" }, "not-the-site-key")],
-    ["expired", signedContent({ id: "a-3", section: "sport", exp: Math.floor(Date.parse("2026-11-21T11:00:00Z") / 1000) })],
+    [
+      "expired",
+      signedContent({ id: "a-3", section: "sport", exp: Math.floor(Date.parse("2026-11-21T11:00:00Z") / 1000) }),
+    ],
     ["not base64url", { payload: '{"id":"a-3","section":"sport"}', signature: "***" }],
   ])("routes a feature reading content to its error slot when content is %s, still 200", async (_label, content) => {
     const body: Record<string, unknown> = { features: ["section"] };
@@ -82,7 +92,11 @@ describe("POST /v1/decide: response contract and effects", () => {
     expect(retry.decisions.paywall.meters.articles.count).toBe(1);
     expect(first.decisions.teaser.meters.calls.count).toBe(0);
     expect(retry.decisions.teaser.meters.calls.count).toBe(1);
-    const other = await decide({ features: ["paywall", "teaser"], deviceId: "dev-meters", content: signedContent({ id: "story-2" }) });
+    const other = await decide({
+      features: ["paywall", "teaser"],
+      deviceId: "dev-meters",
+      content: signedContent({ id: "story-2" }),
+    });
     expect(other.decisions.paywall.meters.articles.count).toBe(1);
     expect(other.decisions.teaser.meters.calls.count).toBe(2);
     // The count meter's allowance (2) is spent: the teaser turns off and stops ticking.
@@ -92,7 +106,11 @@ describe("POST /v1/decide: response contract and effects", () => {
   it("lets an already-seen article through once the seen meter is spent", async () => {
     const articles = ["s-1", "s-2", "s-3"].map((id) => signedContent({ id }));
     for (const content of articles) await decide({ features: ["paywall"], deviceId: "dev-spent", content });
-    const fourth = await decide({ features: ["paywall"], deviceId: "dev-spent", content: signedContent({ id: "s-4" }) });
+    const fourth = await decide({
+      features: ["paywall"],
+      deviceId: "dev-spent",
+      content: signedContent({ id: "s-4" }),
+    });
     expect(fourth.decisions.paywall.outcome).not.toBe("metered");
     expect(fourth.decisions.paywall.meters.articles).toEqual({ allowance: 3, count: 3 });
     const reread = await decide({ features: ["paywall"], deviceId: "dev-spent", content: articles[0] });
@@ -111,8 +129,13 @@ describe("POST /v1/decide: response contract and effects", () => {
     for (let i = 0; i < 40 && seen.size < 2; i++) {
       // Spend the seen meter so the paywall reaches the split rule.
       const subject = `dev-split-${i}`;
-      for (const id of ["p1", "p2", "p3"]) await decide({ features: ["paywall"], deviceId: subject, content: signedContent({ id }) });
-      const answer = await decide({ features: ["paywall", "paywall"], deviceId: subject, content: signedContent({ id: "p4" }) });
+      for (const id of ["p1", "p2", "p3"])
+        await decide({ features: ["paywall"], deviceId: subject, content: signedContent({ id }) });
+      const answer = await decide({
+        features: ["paywall", "paywall"],
+        deviceId: subject,
+        content: signedContent({ id: "p4" }),
+      });
       const d = answer.decisions.paywall;
       expect(answer.exposures).toHaveLength(1);
       const variant = answer.exposures[0].data.variant;
@@ -120,7 +143,8 @@ describe("POST /v1/decide: response contract and effects", () => {
         schema: "iglu:com.svc/experiment_exposure/jsonschema/1-0-0",
         data: { experiment: "wall", variant, preview: false },
       });
-      if (variant === "a") expect(d).toMatchObject({ outcome: "wallA", type: "deny", fields: { offer: { title: "Basic", price: 5 } } });
+      if (variant === "a")
+        expect(d).toMatchObject({ outcome: "wallA", type: "deny", fields: { offer: { title: "Basic", price: 5 } } });
       if (variant === "a") expect(Object.keys(d.fields.offer).sort()).toEqual(["price", "title"]);
       if (variant === "b") expect(d).toMatchObject({ outcome: "wallB", fields: { headline: "Subscribe" } });
       // Same subject, same variant.
@@ -144,7 +168,9 @@ describe("POST /v1/decide: response contract and effects", () => {
     const userId = user.user.id;
     const before = await decide({ features: ["paywall"], userId, content: signedContent({ id: "g-1" }) });
     expect(before.decisions.paywall.outcome).toBe("metered");
-    expect((await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" })).status).toBe(200);
+    expect((await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" })).status).toBe(
+      200,
+    );
     const granted = await decide({ features: ["paywall"], userId, content: signedContent({ id: "g-2" }) });
     expect(granted.decisions.paywall).toEqual({ outcome: "free", type: "allow" });
     expect((await h.admin("DELETE", `/admin/tenants/default/users/${userId}/grants/premium`)).status).toBe(200);

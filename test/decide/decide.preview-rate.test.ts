@@ -17,7 +17,9 @@ describe("POST /v1/decide: preview documents, deploy validation and the rate win
     ({ key: sportKey } = await seedSite(h, "sport", basicDocument()));
     const staged = basicDocument();
     (staged.features.section.outcomes.other as Record<string, unknown>) = { type: "data", fields: { staged: true } };
-    expect((await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: staged, preview: true })).status).toBe(200);
+    expect(
+      (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: staged, preview: true })).status,
+    ).toBe(200);
   });
   afterAll(async () => {
     await h.stop();
@@ -30,7 +32,8 @@ describe("POST /v1/decide: preview documents, deploy validation and the rate win
       body: { features: ["section"] },
     });
   const mint = async (site: string, ttlSeconds?: number) =>
-    (await (await h.admin("POST", `/admin/tenants/default/sites/${site}/preview-tokens`, { ttlSeconds })).json()).token as string;
+    (await (await h.admin("POST", `/admin/tenants/default/sites/${site}/preview-tokens`, { ttlSeconds })).json())
+      .token as string;
 
   it("evaluates the staged document under a valid preview token and says so", async () => {
     const token = await mint("news");

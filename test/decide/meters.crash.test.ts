@@ -16,7 +16,11 @@ describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
   it("loses at most one flush interval of ticks, and a restart reads the flushed value", async () => {
     const dataDir = tempDir();
     let dbName: string | null = null;
-    const env: Record<string, string> = { SVC_DATA_DIR: dataDir, SVC_FLUSH_INTERVAL_MS: String(FLUSH_MS), SVC_SEED_DEMO: "0" };
+    const env: Record<string, string> = {
+      SVC_DATA_DIR: dataDir,
+      SVC_FLUSH_INTERVAL_MS: String(FLUSH_MS),
+      SVC_SEED_DEMO: "0",
+    };
     const admin = process.env.DATABASE_URL ? postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} }) : null;
     if (kind === "server" && admin) {
       dbName = `svc_test_crash_${Date.now()}`;

@@ -26,7 +26,10 @@ export function manualClock(start = Date.parse("2026-11-21T12:00:00Z")) {
 /** A logger that keeps its lines, so tests can assert what was (not) logged. */
 export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return Object.assign(createLogger("debug", (l) => lines.push(l)), { lines });
+  return Object.assign(
+    createLogger("debug", (l) => lines.push(l)),
+    { lines },
+  );
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
@@ -47,13 +50,20 @@ export interface Harness {
   clock: ReturnType<typeof manualClock>;
   logger: ReturnType<typeof memoryLogger>;
   /** In-process request: `app.handle(new Request(...))`. */
-  request(method: string, path: string, init?: { headers?: Record<string, string>; body?: unknown; rawBody?: string }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    init?: { headers?: Record<string, string>; body?: unknown; rawBody?: string },
+  ): Promise<Response>;
   admin(method: string, path: string, body?: unknown): Promise<Response>;
   stop(): Promise<void>;
 }
 
 /** Builds deps and the app over a given database, with a manual clock and a memory logger. */
-export async function startHarness(database: Database, options: { config?: Record<string, string> } = {}): Promise<Harness> {
+export async function startHarness(
+  database: Database,
+  options: { config?: Record<string, string> } = {},
+): Promise<Harness> {
   const clock = manualClock();
   const logger = memoryLogger();
   const deps = await createDeps(testConfig(options.config), { database, now: clock.now, logger, pollMs: 50 });
@@ -73,7 +83,8 @@ export async function startHarness(database: Database, options: { config?: Recor
     clock,
     logger,
     request,
-    admin: (method, path, body) => request(method, path, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` }, body }),
+    admin: (method, path, body) =>
+      request(method, path, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` }, body }),
     stop: () => stopDeps(deps, { closeDatabase: false }),
   };
 }

@@ -52,7 +52,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
 }
 
 /** Runs the CLI as a separate process, as an operator would. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = Bun.spawn([process.execPath, "src/cli/main.ts", ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? "", ...env },

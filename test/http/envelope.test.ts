@@ -26,11 +26,16 @@ describe("error envelope over the app", () => {
   it("answers 400 bad_request for a malformed JSON body", async () => {
     const res = await h.request("POST", "/v1/decide", { headers: headers(), rawBody: '{"features": [' });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: { code: "bad_request", message: "The request body is not valid JSON." } });
+    expect(await res.json()).toEqual({
+      error: { code: "bad_request", message: "The request body is not valid JSON." },
+    });
   });
 
   it("answers 422 validation_failed with the failing paths in details", async () => {
-    const res = await h.request("POST", "/v1/decide", { headers: headers(), body: { features: ["ok", 7], userId: "" } });
+    const res = await h.request("POST", "/v1/decide", {
+      headers: headers(),
+      body: { features: ["ok", 7], userId: "" },
+    });
     expect(res.status).toBe(422);
     const body = await res.json();
     expect(body.error.code).toBe("validation_failed");
@@ -53,7 +58,9 @@ describe("error envelope over the app", () => {
       body: { features: ["x".repeat(3000)] },
     });
     expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ error: { code: "payload_too_large", message: "The request body is too large." } });
+    expect(await res.json()).toEqual({
+      error: { code: "payload_too_large", message: "The request body is too large." },
+    });
   });
 });
 

@@ -24,7 +24,10 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
   });
 
   const decide = (headers: Record<string, string>) =>
-    h.request("POST", "/v1/decide", { headers: { authorization: `Bearer ${key}`, ...headers }, body: { features: [] } });
+    h.request("POST", "/v1/decide", {
+      headers: { authorization: `Bearer ${key}`, ...headers },
+      body: { features: [] },
+    });
 
   it("answers 400 when the site header is missing", async () => {
     const res = await decide({});
@@ -61,13 +64,21 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
     await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
   });
 
-  it.each(["/v1", "/svc/v1"])("answers the browser-facing config route on %s with CORS * and Vary on the site", async (mount) => {
-    const res = await h.request("GET", `${mount}/id/config`, { headers: { "x-svc-site-id": "news" } });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(res.headers.get("vary")).toBe("x-svc-site-id");
-    expect(await res.json()).toEqual({ site: "news", identityMode: "svc_only", signInEnabled: true, logoutUrl: null });
-  });
+  it.each(["/v1", "/svc/v1"])(
+    "answers the browser-facing config route on %s with CORS * and Vary on the site",
+    async (mount) => {
+      const res = await h.request("GET", `${mount}/id/config`, { headers: { "x-svc-site-id": "news" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(res.headers.get("vary")).toBe("x-svc-site-id");
+      expect(await res.json()).toEqual({
+        site: "news",
+        identityMode: "svc_only",
+        signInEnabled: true,
+        logoutUrl: null,
+      });
+    },
+  );
 
   it("serves key-only routes on /v1 alone", async () => {
     const res = await h.request("POST", "/svc/v1/decide", {

@@ -49,7 +49,14 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
     const { keys } = (await res.json()) as { keys: Listing[] };
     const a = keys.find((k) => k.id === plain.id)!;
     const b = keys.find((k) => k.id === streaming.id)!;
-    expect(a).toMatchObject({ name: "plain", permissions: ["default"], status: "active", requests: 0, lastUsed: null, expires: null });
+    expect(a).toMatchObject({
+      name: "plain",
+      permissions: ["default"],
+      status: "active",
+      requests: 0,
+      lastUsed: null,
+      expires: null,
+    });
     expect(a.prefix).toBe(plain.key.slice(0, 10));
     expect(a.prefix).toMatch(/^svc_.{6}$/);
     expect(b.permissions).toEqual(["streaming:write"]);
