@@ -88,6 +88,43 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(after.status).toBe(401);
   });
 
+  it("deploys the documented example, creates a user, grants and previews through the CLI", async () => {
+    expect((await runCli(["site", "create", "example", "--json"], env)).code).toBe(0);
+    const deployed = await runCli(["deploy", "example", "docs/examples/demo-site.json", "--json"], env);
+    expect(deployed.code).toBe(0);
+    const staged = await runCli(["deploy", "example", "docs/examples/demo-site.json", "--preview", "--json"], env);
+    expect(JSON.parse(staged.stdout).deployment.stage).toBe("preview");
+    const key = JSON.parse((await runCli(["keys", "issue", "example", "--name", "ex", "--json"], env)).stdout).key;
+    issuedValues.push(key);
+    const user = JSON.parse((await runCli(["users", "create", "reader@example.com", "--json"], env)).stdout).user;
+    expect(user.id).toMatch(/^[0-9a-f-]{36}$/);
+    const granted = await runCli(["grants", "add", user.id, "premium", "--json"], env);
+    expect(granted.code).toBe(0);
+    const listed = JSON.parse((await runCli(["grants", "list", user.id, "--json"], env)).stdout);
+    expect(listed.grants).toEqual([{ grant: "premium", expiresAt: null }]);
+    const token = JSON.parse((await runCli(["preview-token", "example", "--json"], env)).stdout).token;
+    issuedValues.push(token);
+    const res = await fetch(`${server.url}/v1/decide`, {
+      method: "POST",
+      headers: { "x-svc-site-id": "example", "x-api-key": key, "x-svc-preview": token, "content-type": "application/json" },
+      body: JSON.stringify({ features: ["paywall"], userId: user.id }),
+    });
+    expect(res.status).toBe(200);
+    const answer = await res.json();
+    expect(answer.preview).toBe(true);
+    expect(answer.decisions.paywall).toMatchObject({ outcome: "subscriber", type: "allow" });
+    const revoked = await runCli(["grants", "revoke", user.id, "premium", "--json"], env);
+    expect(revoked.code).toBe(0);
+  });
+
+  it("prints the site-document JSON Schema without a server", async () => {
+    const res = await runCli(["schema", "--json"], { SVC_URL: "http://127.0.0.1:9" });
+    expect(res.code).toBe(0);
+    const schema = JSON.parse(res.stdout);
+    expect(schema.$id).toBe("urn:svc:schema:site-document:1");
+    expect(schema.properties.features).toBeDefined();
+  });
+
   it("refuses an invalid document with the JSON path on stderr and a non-zero exit, leaving live untouched", async () => {
     const file = join(dataDir, "bad.json");
     const bad = basicDocument();

@@ -11,10 +11,12 @@ export const storeKinds: StoreKind[] = process.env.DATABASE_URL ? ["embedded", "
  * A fresh, migrated database of the given kind: embedded in memory, or a new database on the
  * server named after the test file, dropped again by `drop()`.
  */
-export async function freshDatabase(kind: StoreKind): Promise<Database & { drop(): Promise<void> }> {
+export async function freshDatabase(
+  kind: StoreKind,
+): Promise<Database & { drop(): Promise<void>; url: string | null }> {
   if (kind === "embedded") {
     const database = await openDatabase({ dataDir: ":memory:" });
-    return { ...database, drop: () => database.close() };
+    return { ...database, url: null, drop: () => database.close() };
   }
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("server store needs DATABASE_URL");
@@ -26,6 +28,7 @@ export async function freshDatabase(kind: StoreKind): Promise<Database & { drop(
   const database = await openDatabase({ url: target.toString() });
   return {
     ...database,
+    url: target.toString(),
     async drop() {
       await database.close();
       await admin.unsafe(`drop database if exists ${name} with (force)`);

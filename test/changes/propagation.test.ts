@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { openDatabase } from "../../db/client";
+import { basicDocument } from "../fixtures/documents";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+
+/** Polls until `check` holds or a second has passed (the bound the issue sets). */
+async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    if (await check()) return performance.now() - start;
+    await Bun.sleep(20);
+  }
+  throw new Error(`not within ${ms} ms`);
+}
+
+/**
+ * Two processes' worth of state over one store: process A takes operator actions, process B
+ * serves requests and must see them within a second. On a server the second has its own
+ * connections (LISTEN/NOTIFY); on the embedded store it shares the in-process database and
+ * sees changes by polling the change log.
+ */
+describe.each(storeKinds)("changes reach every process within a second (%s store)", (kind) => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let a: Harness;
+  let b: Harness;
+  let key: string;
+  let keyId: string;
+  let closeSecond: () => Promise<void> = async () => {};
+
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+    a = await startHarness(db);
+    ({ key, keyId } = await seedSite(a, "news", basicDocument()));
+    if (db.url) {
+      const second = await openDatabase({ url: db.url });
+      closeSecond = () => second.close();
+      b = await startHarness(second);
+    } else {
+      b = await startHarness(db);
+    }
+    // B's clock follows A's.
+    b.clock.set(a.clock.now());
+  });
+  afterAll(async () => {
+    await b.stop();
+    await a.stop();
+    await closeSecond();
+    await db.drop();
+  });
+
+  const decideOnB = (body: Record<string, unknown>, apiKey = key) =>
+    b.request("POST", "/v1/decide", { headers: { "x-svc-site-id": "news", "x-api-key": apiKey }, body });
+
+  it("serves a key issued in another process from its first request", async () => {
+    const issued = await (await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "fresh" })).json();
+    expect((await decideOnB({ features: [] }, issued.key)).status).toBe(200);
+  });
+
+  it("refuses a key revoked in another process within a second", async () => {
+    expect((await decideOnB({ features: [] })).status).toBe(200);
+    await a.admin("POST", `/admin/tenants/default/sites/news/keys/${keyId}/revoke`);
+    await within(1000, async () => (await decideOnB({ features: [] })).status === 401);
+    const issued = await (await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "next" })).json();
+    key = issued.key;
+  });
+
+  it("swaps to a document deployed by another process within a second", async () => {
+    const doc = basicDocument();
+    (doc.features.section.outcomes.other as Record<string, unknown>) = { type: "redirect" };
+    await a.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: doc });
+    await within(1000, async () => {
+      const answer = await (await decideOnB({ features: ["section"] })).json();
+      return answer.decisions.section.type === "redirect";
+    });
+  });
+
+  it("honours a grant added in another process within a second", async () => {
+    const user = await (await a.admin("POST", "/admin/tenants/default/users", { email: "p@example.com" })).json();
+    const userId = user.user.id;
+    const before = await (await decideOnB({ features: ["paywall"], userId })).json();
+    expect(before.decisions.paywall.outcome).not.toBe("free");
+    await a.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
+    await within(1000, async () => {
+      const answer = await (await decideOnB({ features: ["paywall"], userId })).json();
+      return answer.decisions.paywall.outcome === "free";
+    });
+  });
+});
+
+describe("tenants by Host", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db);
+    await seedSite(h, "news", basicDocument());
+    expect((await h.admin("POST", "/admin/tenants", { id: "acme", hosts: ["news.acme.example"] })).status).toBe(201);
+    expect((await h.admin("POST", "/admin/tenants/acme/sites", { id: "news" })).status).toBe(201);
+    const doc = basicDocument({ identity: { mode: "dual", upstream: { signOutUrl: "https://login.acme.example/out" } } });
+    expect((await h.admin("POST", "/admin/tenants/acme/sites/news/deploy", { document: doc })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  });
+
+  const config = (host: string) =>
+    h.app.handle(new Request(`http://${host}/v1/id/config`, { headers: { host, "x-svc-site-id": "news" } }));
+
+  it("answers a configured host name with its tenant's site, port ignored", async () => {
+    for (const host of ["news.acme.example", "NEWS.acme.example:8443"]) {
+      const answer = await (await config(host)).json();
+      expect(answer.identityMode).toBe("dual");
+    }
+  });
+
+  it("answers every other host with the default tenant", async () => {
+    expect((await (await config("localhost:3000")).json()).identityMode).toBe("svc_only");
+  });
+
+  it("refuses a key of one tenant on another tenant's host", async () => {
+    const issued = await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "d" })).json();
+    const res = await h.app.handle(
+      new Request("http://news.acme.example/v1/decide", {
+        method: "POST",
+        headers: { "x-svc-site-id": "news", "x-api-key": issued.key, "content-type": "application/json" },
+        body: JSON.stringify({ features: [] }),
+      }),
+    );
+    expect(res.status).toBe(401);
+  });
+
+  it("refuses a tenant whose host already belongs to another, creating nothing", async () => {
+    const res = await h.admin("POST", "/admin/tenants", { id: "copycat", hosts: ["news.acme.example"] });
+    expect(res.status).toBe(409);
+    const tenants = (await (await h.admin("GET", "/admin/tenants")).json()).tenants.map((t: { id: string }) => t.id);
+    expect(tenants).not.toContain("copycat");
+  });
+});
