@@ -21,6 +21,9 @@ const createdAt = () => timestamp({ withTimezone: true, mode: "date" }).notNull(
 export const tenants = pgTable("tenants", {
   id: text().primaryKey(),
   isDefault: boolean().notNull().default(false),
+  /** Upstream identity provider: issuer (`iss`) and JWKS URL; null when none is connected. */
+  idpIssuer: text(),
+  idpJwksUrl: text(),
   createdAt: createdAt(),
 });
 
@@ -94,10 +97,93 @@ export const users = pgTable(
     lastName: text(),
     image: text(),
     traits: jsonb().notNull().default({}),
+    /** When the upstream last recorded an address change (strictly-newer rule). */
+    emailChangedAt: timestamp({ withTimezone: true, mode: "date" }),
+    erasedAt: timestamp({ withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("users_tenant_email_idx").on(t.tenantId, t.email)],
 );
+
+/** Service sessions. The token is opaque and random; only its SHA-256 is stored. */
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    tokenHash: text().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    activeOrganizationId: uuid(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("sessions_token_idx").on(t.tokenHash), index("sessions_user_idx").on(t.userId)],
+);
+
+/** Magic-link sign-in tokens: hashed, short-lived, consumed once. */
+export const magicLinks = pgTable(
+  "magic_links",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    email: text().notNull(),
+    tokenHash: text().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    consumedAt: timestamp({ withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("magic_links_token_idx").on(t.tokenHash)],
+);
+
+/** Mail waiting to be sent (and a record of what was). Bodies are blanked once sent. */
+export const mailOutbox = pgTable(
+  "mail_outbox",
+  {
+    id: bigserial({ mode: "number" }).primaryKey(),
+    tenantId: text().notNull(),
+    recipient: text().notNull(),
+    subject: text().notNull(),
+    text: text().notNull(),
+    html: text(),
+    status: text({ enum: ["pending", "sending", "sent", "failed"] })
+      .notNull()
+      .default("pending"),
+    attempts: integer().notNull().default(0),
+    nextAttemptAt: timestamp({ withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    lastError: text(),
+    sentAt: timestamp({ withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("mail_outbox_pending_idx").on(t.status, t.nextAttemptAt)],
+);
+
+/** Which user an upstream identity provider's `sub` is bound to. */
+export const upstreamSubjects = pgTable(
+  "upstream_subjects",
+  {
+    tenantId: text().notNull(),
+    subject: text().notNull(),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.subject] }), index("upstream_subjects_user_idx").on(t.userId)],
+);
+
+/** Durable record of an upstream change refused because it collided with another user. */
+export const identityConflicts = pgTable("identity_conflicts", {
+  id: uuid().primaryKey(),
+  tenantId: text().notNull(),
+  kind: text({ enum: ["email", "subject"] }).notNull(),
+  userId: uuid().notNull(),
+  collidingUserId: uuid().notNull(),
+  value: text().notNull(),
+  createdAt: createdAt(),
+});
 
 export const grants = pgTable(
   "grants",

@@ -1,11 +1,14 @@
 import { Elysia } from "elysia";
 import { adminRoutes } from "./admin/routes";
+import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { keyedDecideRoutes } from "./decide/routes";
 import type { Deps } from "./deps";
 import { bodyTooLarge } from "./http/body-limit";
 import { errorEnvelope } from "./http/error-envelope";
 import { onBothMounts } from "./http/mounts";
 import { identityConfigRoutes } from "./identity/config-routes";
+import { identityRoutes } from "./identity/routes";
+import { upstreamPushRoutes } from "./identity/upstream-routes";
 
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
@@ -15,8 +18,12 @@ export function createApp(deps: Deps) {
     .onRequest(({ request }) => bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
     .use(adminRoutes(deps))
-    .use(keyedDecideRoutes(deps));
-  return onBothMounts(app, (prefix) => identityConfigRoutes(deps, prefix));
+    .use(keyedDecideRoutes(deps))
+    .use(upstreamPushRoutes(deps))
+    .use(browserDecideRoutes(deps));
+  return onBothMounts(app, (prefix) =>
+    identityConfigRoutes(deps, prefix).use(identityRoutes(deps, prefix)).use(forwardRoutes(deps, prefix)),
+  );
 }
 
 export type App = ReturnType<typeof createApp>;

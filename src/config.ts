@@ -22,6 +22,13 @@ export interface Config {
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** Iglu vendor of the experiment-exposure schema in decide responses. */
   readonly igluVendor: string;
+  /** smtp:// or smtps:// URL; unset means mail is printed on stdout (development). */
+  readonly smtpUrl: string | undefined;
+  readonly mailFrom: string;
+  /** Public base URL for links the service mails; unset means the origin the request reached. */
+  readonly publicUrl: string | undefined;
+  /** How long an upstream identity provider's JWKS may take before the exchange answers 503. */
+  readonly idpTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -93,6 +100,15 @@ export function loadConfig(env: Env = process.env): Config {
     seedDemo,
     logLevel,
     igluVendor: igluVendor(env),
+    smtpUrl: urlVar(env, "SVC_SMTP_URL", /^smtps?:\/\//, "must be an smtp:// or smtps:// URL"),
+    mailFrom: env.SVC_MAIL_FROM || "svc <no-reply@localhost>",
+    publicUrl: urlVar(
+      env,
+      "SVC_PUBLIC_URL",
+      /^https?:\/\/[^/]+$/,
+      "must be an http(s) origin without a path, e.g. https://id.news.example",
+    )?.replace(/\/$/, ""),
+    idpTimeoutMs: intVar(env, "SVC_IDP_TIMEOUT_MS", 3000, 100, 60_000),
   });
 }
 
@@ -100,5 +116,12 @@ function igluVendor(env: Env): string {
   const value = env.SVC_IGLU_VENDOR || "com.svc";
   if (!/^[a-zA-Z0-9_.-]+$/.test(value))
     throw new ConfigError("SVC_IGLU_VENDOR", "must be a reverse-DNS vendor like com.example");
+  return value;
+}
+
+function urlVar(env: Env, name: string, pattern: RegExp, problem: string): string | undefined {
+  const value = env[name];
+  if (value === undefined || value === "") return undefined;
+  if (!pattern.test(value)) throw new ConfigError(name, problem);
   return value;
 }

@@ -4,10 +4,15 @@ import type { Config } from "./config";
 import { Flusher } from "./counters/flusher";
 import { MeterCounters } from "./counters/meter-counters";
 import { RateWindows } from "./counters/rate-windows";
+import { AccessTokens } from "./identity/access-token";
+import type { IdentityDeps } from "./identity/service";
+import { IdentityStore } from "./identity/store";
+import { UpstreamVerifier } from "./identity/upstream";
 import { KeyService } from "./keys/service";
 import { KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
+import { logTransport, type MailTransport, Outbox, smtpTransport } from "./mail/outbox";
 import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
@@ -16,6 +21,8 @@ import { UserStore } from "./users/store";
 
 /** Keyed decide: 2,000 requests per fixed 10-second window per key. */
 export const KEYED_DECIDE_LIMIT = 2_000;
+/** Browser decide and forward: 200 requests per 10 seconds per client per site. */
+export const BROWSER_LIMIT = 200;
 export const DECIDE_WINDOW_MS = 10_000;
 
 /** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
@@ -35,6 +42,10 @@ export interface Deps {
   readonly userFacts: UserFactsCache;
   readonly previewTokens: PreviewTokens;
   readonly keyedDecideRate: RateWindows;
+  readonly browserDecideRate: RateWindows;
+  readonly forwardRate: RateWindows;
+  readonly outbox: Outbox;
+  readonly identityDeps: IdentityDeps;
 }
 
 export interface DepsOverrides {
@@ -44,6 +55,8 @@ export interface DepsOverrides {
   readonly database?: Database;
   /** How often the change feed polls (ms). */
   readonly pollMs?: number;
+  /** Where mail goes (tests pass a transport of their own). */
+  readonly mailTransport?: MailTransport;
 }
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
@@ -77,7 +90,22 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 250 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
   keys = new KeyService(keyStore, keyUsage, changes);
+  const transport =
+    overrides.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : logTransport());
+  const outbox = new Outbox(database.db, transport, logger, now);
+  const identityDeps: IdentityDeps = {
+    identity: new IdentityStore(database.db),
+    users,
+    accessTokens: new AccessTokens(config.secret),
+    upstream: new UpstreamVerifier(config.idpTimeoutMs, now),
+    outbox,
+    logger,
+    now,
+    identityProvider: (tenantId) => registry.identityProvider(tenantId),
+  };
   return {
+    outbox,
+    identityDeps,
     config,
     logger,
     now,
@@ -93,6 +121,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     userFacts,
     previewTokens: new PreviewTokens(config.secret),
     keyedDecideRate: new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
+    browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
+    forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
   };
 }
 
@@ -101,11 +131,13 @@ export async function startDeps(deps: Deps): Promise<void> {
   await deps.registry.loadAll();
   await deps.changes.start();
   deps.flusher.start();
+  deps.outbox.start();
 }
 
 /** Flushes every counter and closes the store: a graceful stop loses nothing. */
 export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } = {}): Promise<void> {
   deps.flusher.stop();
+  await deps.outbox.stop();
   await deps.changes.stop();
   await deps.flusher.flushAll();
   if (options.closeDatabase !== false) await deps.database.close();

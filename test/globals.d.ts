@@ -6,4 +6,5 @@ declare global {
     json(): Promise<any>;
   }
 }
+
 export {};

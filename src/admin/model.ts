@@ -66,3 +66,11 @@ export const AddGrantBody = t.Object(
   },
   { additionalProperties: false },
 );
+
+export const IdentityProviderBody = t.Object(
+  {
+    issuer: t.String({ minLength: 1, maxLength: 2048 }),
+    jwksUrl: t.String({ minLength: 1, maxLength: 2048, pattern: "^https?://" }),
+  },
+  { additionalProperties: false },
+);

@@ -7,12 +7,13 @@ import {
   CreateSiteBody,
   CreateTenantBody,
   DeployBody,
+  IdentityProviderBody,
   IssueKeyBody,
   KeyParams,
   SiteParams,
   TenantParams,
 } from "./model";
-import { createSite, createTenant, deploySite, requireSite, setSiteDisabled } from "./service";
+import { createSite, createTenant, deploySite, requireSite, setIdentityProvider, setSiteDisabled } from "./service";
 import { adminUserRoutes } from "./user-routes";
 
 /** Constant-time check of an operator token against the configured one (compared as hashes). */

@@ -53,3 +53,14 @@ export async function setSiteDisabled(deps: AdminDeps, tenantId: string, siteId:
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { id: siteId, tenant: tenantId, disabled };
 }
+
+/** Connects (or disconnects, with null) a tenant's upstream identity provider. */
+export async function setIdentityProvider(
+  deps: AdminDeps,
+  tenantId: string,
+  idp: { issuer: string; jwksUrl: string } | null,
+) {
+  if (!(await deps.siteStore.setIdentityProvider(tenantId, idp))) throw new AppError("not_found", "Unknown tenant.");
+  await deps.changes.publish({ topic: "tenant", tenantId, subject: tenantId });
+  return { tenant: tenantId, identityProvider: idp };
+}

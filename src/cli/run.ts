@@ -15,6 +15,8 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
 
   tenant create <id> [--host H]... [--default]
   tenant list
+  tenant idp <id> --issuer ISS --jwks-url URL      connect the upstream identity provider
+  tenant idp <id> --clear                          disconnect it
   site create <site> [--tenant T]
   site list [--tenant T]
   site disable <site> [--tenant T]      (a disabled site answers 404 everywhere)
@@ -85,6 +87,9 @@ function parse(argv: string[]) {
       permission: { type: "string", multiple: true },
       expires: { type: "string" },
       "ttl-seconds": { type: "string" },
+      issuer: { type: "string" },
+      "jwks-url": { type: "string" },
+      clear: { type: "boolean" },
     },
   });
 }
@@ -129,6 +134,20 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         json: out,
         text: out.tenants.map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}`).join("\n"),
       };
+    }
+    case "tenant idp": {
+      const [id] = need(1, "tenant idp <id> --issuer ISS --jwks-url URL | --clear");
+      if (values.clear) {
+        const out = await call("DELETE", `/admin/tenants/${id}/identity-provider`);
+        return { json: out, text: `identity provider of ${rest[0]} disconnected` };
+      }
+      if (!values.issuer || !values["jwks-url"])
+        throw new CliError("tenant idp needs --issuer and --jwks-url (or --clear)");
+      const out = await call("PUT", `/admin/tenants/${id}/identity-provider`, {
+        issuer: values.issuer,
+        jwksUrl: values["jwks-url"],
+      });
+      return { json: out, text: `identity provider of ${rest[0]} set to ${values.issuer}` };
     }
     case "site create": {
       const [site] = need(1, "site create <site> [--tenant T]");

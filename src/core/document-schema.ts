@@ -245,6 +245,37 @@ function documentSchema<C extends TSchema>(condition: C) {
           { additionalProperties: false },
         ),
       ),
+      traits: Type.Optional(
+        Type.Record(
+          Type.String({ pattern: NAME_PATTERN }),
+          Type.Object(
+            {
+              description: Description,
+              type: Type.Union([
+                Type.Literal("string"),
+                Type.Literal("number"),
+                Type.Literal("boolean"),
+                Type.Literal("list"),
+              ]),
+              values: Type.Optional(
+                Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+                  description: "allowed values (for string and list traits)",
+                }),
+              ),
+              retired: Type.Optional(
+                Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+                  description: "values once allowed: accepted from readers and dropped",
+                }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+          {
+            additionalProperties: false,
+            description: "user traits readers may set with PATCH /v1/id/user-details; none declared means any",
+          },
+        ),
+      ),
       catalog: Type.Optional(
         Type.Record(Type.String({ pattern: NAME_PATTERN }), Type.Record(Type.String(), Type.Unknown()), {
           additionalProperties: false,

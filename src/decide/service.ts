@@ -1,6 +1,6 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
-import type { FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
+import type { BatchResult, FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
 import { type MeterCounters, type MeterState, meterKey } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import { AppError } from "../http/errors";
@@ -35,6 +35,10 @@ export interface DecideRequest {
   readonly preview: boolean;
   readonly input: DecideInput;
   readonly userId: string | null;
+  /** Grants from the signed access cookie (browser routes); otherwise read for `userId`. */
+  readonly grants?: FactSnapshot["grants"];
+  /** The request carried a session cookie but no usable access cookie. */
+  readonly accessMissing?: boolean;
   readonly now: number;
 }
 
@@ -54,12 +58,18 @@ interface HeldMeter {
   seenKind: boolean;
 }
 
+/** A batch evaluated against its snapshot, with its effects not yet applied. */
+export interface Evaluated {
+  readonly result: BatchResult;
+  /** Applies the batch's deduplicated meter ticks (once, after every feature resolved). */
+  applyEffects(): void;
+}
+
 /**
- * Decides a batch: builds one frozen fact snapshot (awaiting the store only for users and
- * meters not yet held in memory), evaluates every named feature, then applies the batch's
- * deduplicated effects (meter ticks) once all features have resolved.
+ * Builds one frozen fact snapshot (awaiting the store only for users and meters not yet held
+ * in memory) and evaluates every named feature. Effects wait for `applyEffects`.
  */
-export async function decide(deps: DecideDeps, req: DecideRequest): Promise<DecideResponse> {
+export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Promise<Evaluated> {
   const { site, document, input, now } = req;
   const subject = req.userId ?? input.deviceId ?? null;
 
@@ -69,7 +79,7 @@ export async function decide(deps: DecideDeps, req: DecideRequest): Promise<Deci
     const found = deps.userFacts.get(site.tenantId, req.userId, now);
     const facts = found instanceof Promise ? await found : found;
     traits = facts.traits;
-    grants = facts.grants;
+    grants = req.grants ?? facts.grants;
   }
 
   const verified = document.verifyContent(input.content, now);
@@ -124,19 +134,31 @@ export async function decide(deps: DecideDeps, req: DecideRequest): Promise<Deci
   });
 
   const result = evaluateBatch(document, input.features, snapshot);
-
-  // Effects, applied once after every feature resolved.
-  if (held !== null) {
-    for (const name of result.ticks) {
-      const h = held.get(name);
-      if (!h) continue;
-      if (h.seenKind) {
-        if (articleId !== null) deps.meters.tickSeen(h.key, h.state, articleId);
-      } else {
-        deps.meters.tickCount(h.key, h.state);
+  const meters = held;
+  return {
+    result,
+    applyEffects() {
+      if (meters === null) return;
+      for (const name of result.ticks) {
+        const h = meters.get(name);
+        if (!h) continue;
+        if (h.seenKind) {
+          if (articleId !== null) deps.meters.tickSeen(h.key, h.state, articleId);
+        } else {
+          deps.meters.tickCount(h.key, h.state);
+        }
       }
-    }
-  }
+    },
+  };
+}
+
+/**
+ * Decides a batch: evaluates every named feature against one snapshot, then applies the
+ * batch's deduplicated effects once all features have resolved.
+ */
+export async function decide(deps: DecideDeps, req: DecideRequest): Promise<DecideResponse> {
+  const { result, applyEffects } = await evaluateRequest(deps, req);
+  applyEffects();
 
   const exposures: ExposureEvent[] = [];
   if (result.exposures.length > 0) {
@@ -146,12 +168,14 @@ export async function decide(deps: DecideDeps, req: DecideRequest): Promise<Deci
     }
   }
 
-  return {
+  const response: DecideResponse = {
     decisions: withoutJourneyUrls(result.decisions),
     unanswered: result.unanswered,
     preview: req.preview,
     exposures,
   };
+  if (req.accessMissing) response.accessMissing = true;
+  return response;
 }
 
 /** Decide answers carry outcome, type, fields and meters; destinations belong to forward. */

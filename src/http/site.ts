@@ -32,3 +32,9 @@ export function servedSite(registry: SiteRegistry, tenantId: string | null, site
   if (!site || site.disabled || !site.live) throw unknownSite();
   return site;
 }
+
+/** The served site a request selects: header (or an allowed fallback), tenant by Host. */
+export function selectedSite(registry: SiteRegistry, request: Request, fallback?: string | null): SiteState {
+  const siteId = readSiteId(request.headers, fallback);
+  return servedSite(registry, tenantOf(registry, request), siteId);
+}

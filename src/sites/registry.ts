@@ -25,6 +25,7 @@ export class SiteRegistry {
   private hosts = new Map<string, string>();
   private tenantIds = new Set<string>();
   private defaultTenant: string | null = null;
+  private identityProviders = new Map<string, { issuer: string; jwksUrl: string }>();
   private readonly sites = new Map<string, SiteState>();
 
   constructor(
@@ -58,6 +59,11 @@ export class SiteRegistry {
     return this.defaultTenant;
   }
 
+  /** The tenant's upstream identity provider, or null when none is connected. */
+  identityProvider(tenantId: string): { issuer: string; jwksUrl: string } | null {
+    return this.identityProviders.get(tenantId) ?? null;
+  }
+
   hasTenant(id: string): boolean {
     return this.tenantIds.has(id);
   }
@@ -77,6 +83,7 @@ export class SiteRegistry {
     this.hosts = hosts;
     this.tenantIds = new Set(rows.map((t) => t.id));
     this.defaultTenant = rows.find((t) => t.isDefault)?.id ?? null;
+    this.identityProviders = new Map(rows.flatMap((t) => (t.identityProvider ? [[t.id, t.identityProvider]] : [])));
   }
 
   private install(row: SiteWithDocuments): void {

@@ -6,6 +6,7 @@ export interface TenantRow {
   id: string;
   isDefault: boolean;
   hosts: string[];
+  identityProvider: { issuer: string; jwksUrl: string } | null;
 }
 
 export interface SiteRow {
@@ -32,7 +33,18 @@ export class SiteStore {
       id: t.id,
       isDefault: t.isDefault,
       hosts: hosts.filter((h) => h.tenantId === t.id).map((h) => h.host),
+      identityProvider: t.idpIssuer && t.idpJwksUrl ? { issuer: t.idpIssuer, jwksUrl: t.idpJwksUrl } : null,
     }));
+  }
+
+  /** Connects (or, with null, disconnects) the tenant's upstream identity provider. */
+  async setIdentityProvider(tenantId: string, idp: { issuer: string; jwksUrl: string } | null): Promise<boolean> {
+    const rows = await this.db
+      .update(tenants)
+      .set({ idpIssuer: idp?.issuer ?? null, idpJwksUrl: idp?.jwksUrl ?? null })
+      .where(eq(tenants.id, tenantId))
+      .returning();
+    return rows.length > 0;
   }
 
   /** Creates a tenant with its host names; optionally makes it the default tenant. */

@@ -41,13 +41,13 @@ describe.each(storeKinds)("changes reach every process within a second (%s store
     }
     // B's clock follows A's.
     b.clock.set(a.clock.now());
-  });
+  }, 60_000);
   afterAll(async () => {
     await b.stop();
     await a.stop();
     await closeSecond();
     await db.drop();
-  });
+  }, 60_000);
 
   const decideOnB = (body: Record<string, unknown>, apiKey = key) =>
     b.request("POST", "/v1/decide", { headers: { "x-svc-site-id": "news", "x-api-key": apiKey }, body });
@@ -99,13 +99,15 @@ describe("tenants by Host", () => {
     await seedSite(h, "news", basicDocument());
     expect((await h.admin("POST", "/admin/tenants", { id: "acme", hosts: ["news.acme.example"] })).status).toBe(201);
     expect((await h.admin("POST", "/admin/tenants/acme/sites", { id: "news" })).status).toBe(201);
-    const doc = basicDocument({ identity: { mode: "dual", upstream: { signOutUrl: "https://login.acme.example/out" } } });
+    const doc = basicDocument({
+      identity: { mode: "dual", upstream: { signOutUrl: "https://login.acme.example/out" } },
+    });
     expect((await h.admin("POST", "/admin/tenants/acme/sites/news/deploy", { document: doc })).status).toBe(200);
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const config = (host: string) =>
     h.app.handle(new Request(`http://${host}/v1/id/config`, { headers: { host, "x-svc-site-id": "news" } }));

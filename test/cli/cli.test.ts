@@ -16,10 +16,10 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     // The seed prints its curl line once the demo site is deployed.
     const deadline = Date.now() + 20_000;
     while (!server.output().includes("curl -s") && Date.now() < deadline) await Bun.sleep(50);
-  });
+  }, 60_000);
   afterAll(async () => {
     await server?.stop("SIGKILL");
-  });
+  }, 60_000);
 
   it("seeds a labelled demo on an empty store and prints a curl line that gets a real decision", async () => {
     const line = server
@@ -106,7 +106,12 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     issuedValues.push(token);
     const res = await fetch(`${server.url}/v1/decide`, {
       method: "POST",
-      headers: { "x-svc-site-id": "example", "x-api-key": key, "x-svc-preview": token, "content-type": "application/json" },
+      headers: {
+        "x-svc-site-id": "example",
+        "x-api-key": key,
+        "x-svc-preview": token,
+        "content-type": "application/json",
+      },
       body: JSON.stringify({ features: ["paywall"], userId: user.id }),
     });
     expect(res.status).toBe(200);

@@ -14,11 +14,11 @@ describe("POST /v1/decide: response contract and effects", () => {
     drop = db.drop;
     h = await startHarness(db);
     ({ key } = await seedSite(h, "news", basicDocument()));
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const decide = async (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
     const res = await h.request("POST", "/v1/decide", {

@@ -20,11 +20,11 @@ describe("POST /v1/decide: preview documents, deploy validation and the rate win
     expect(
       (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: staged, preview: true })).status,
     ).toBe(200);
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const decide = (headers: Record<string, string> = {}, apiKey = key, site = "news") =>
     h.request("POST", "/v1/decide", {

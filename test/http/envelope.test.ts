@@ -15,11 +15,11 @@ describe("error envelope over the app", () => {
     drop = db.drop;
     h = await startHarness(db, { config: { SVC_MAX_BODY_BYTES: "2048" } });
     ({ key } = await seedSite(h, "news", basicDocument()));
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const headers = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${key}` });
 

@@ -17,11 +17,11 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
     await h.admin("POST", "/admin/tenants/default/sites", { id: "draft" });
     await seedSite(h, "closed", basicDocument());
     await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const decide = (headers: Record<string, string>) =>
     h.request("POST", "/v1/decide", {
@@ -81,10 +81,18 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
   );
 
   it("serves key-only routes on /v1 alone", async () => {
+    const res = await h.request("POST", "/svc/v1/id/upstream/erase", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+      body: { subject: "s" },
+    });
+    expect(res.status).toBe(404);
+  });
+
+  it("refuses an API key as a credential on the browser decide mount", async () => {
     const res = await h.request("POST", "/svc/v1/decide", {
       headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
       body: { features: [] },
     });
-    expect(res.status).toBe(404);
+    expect(res.status).toBe(403);
   });
 });

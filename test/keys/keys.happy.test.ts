@@ -21,11 +21,11 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
   beforeAll(async () => {
     db = await freshDatabase(kind);
     h = await startHarness(db);
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await db.drop();
-  });
+  }, 60_000);
 
   it("issues a value of svc_ plus 40 base62 characters and stores only its hash", async () => {
     const { key, keyId } = await seedSite(h, "news", basicDocument());

@@ -19,11 +19,11 @@ describe.each(storeKinds)("API key guard (%s store)", (kind) => {
     h = await startHarness(db);
     newsKey = await seedSite(h, "news", basicDocument());
     sportKey = await seedSite(h, "sport", basicDocument());
-  });
+  }, 60_000);
   afterAll(async () => {
     await h.stop();
     await drop();
-  });
+  }, 60_000);
 
   const decide = (headers: Record<string, string>, site = "news") =>
     h.request("POST", "/v1/decide", { headers: { "x-svc-site-id": site, ...headers }, body: { features: ["teaser"] } });

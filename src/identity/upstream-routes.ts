@@ -1,0 +1,20 @@
+import type { Deps } from "../deps";
+import { keyedRoutes } from "../http/key-guard";
+import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
+import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";
+
+/** POST /v1/id/upstream/*: the upstream system's pushes about its people (`/v1` only; a key of any of the tenant's sites). */
+export function upstreamPushRoutes(deps: Deps) {
+  const id = deps.identityDeps;
+  return keyedRoutes(deps, { anySiteOfTenant: true })
+    .post("/id/upstream/revoke-sessions", ({ site, body }) => revokeSessions(id, site.tenantId, body), {
+      body: RevokeSessionsBody,
+    })
+    .post("/id/upstream/change-identifier", ({ site, body }) => changeIdentifier(id, site.tenantId, body), {
+      body: ChangeIdentifierBody,
+    })
+    .post("/id/upstream/change-subject", ({ site, body }) => changeSubject(id, site.tenantId, body), {
+      body: ChangeSubjectBody,
+    })
+    .post("/id/upstream/erase", ({ site, body }) => eraseUser(id, site.tenantId, body), { body: EraseBody });
+}

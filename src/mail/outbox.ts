@@ -1,0 +1,154 @@
+import { and, eq, inArray, lte, sql } from "drizzle-orm";
+import nodemailer from "nodemailer";
+import type { Db } from "../../db/client";
+import { mailOutbox } from "../../db/schema";
+import type { Logger } from "../logger";
+
+export interface Mail {
+  readonly tenantId: string;
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+  readonly html?: string;
+}
+
+/** Where mail goes: SMTP in production; the log on a development machine with no SMTP. */
+export interface MailTransport {
+  readonly kind: "smtp" | "log";
+  send(mail: Mail): Promise<void>;
+}
+
+export function smtpTransport(url: string, from: string): MailTransport {
+  const transporter = nodemailer.createTransport(url);
+  return {
+    kind: "smtp",
+    async send(mail) {
+      await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+    },
+  };
+}
+
+/** Development only: prints the whole message (links included) on stdout. */
+export function logTransport(write: (line: string) => void = (l) => console.log(l)): MailTransport {
+  return {
+    kind: "log",
+    async send(mail) {
+      write(`\n--- mail to ${mail.to}: ${mail.subject} ---\n${mail.text}\n--- end of mail ---\n`);
+    },
+  };
+}
+
+const BATCH = 20;
+const MAX_ATTEMPTS = 5;
+const CLAIM_MS = 60_000;
+
+/**
+ * Mail is written to the outbox in the request and sent by a drainer: a slow or down SMTP
+ * server never fails the request, and nothing is lost across restarts. Rows are claimed with
+ * SKIP LOCKED (several processes may drain) and sent outside any transaction. A sent row's
+ * body is blanked, since it may hold a sign-in link.
+ */
+export class Outbox {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private draining: Promise<number> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly transport: MailTransport,
+    private readonly logger: Logger,
+    private readonly now: () => number,
+  ) {}
+
+  async enqueue(mail: Mail): Promise<void> {
+    await this.db.insert(mailOutbox).values({
+      tenantId: mail.tenantId,
+      recipient: mail.to,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html ?? null,
+      nextAttemptAt: new Date(this.now()),
+    });
+    void this.drain();
+  }
+
+  start(intervalMs = 1000): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.drain(), intervalMs);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.draining) await this.draining;
+  }
+
+  /** Sends what is due; returns how many were sent. Overlapping calls share one drain. */
+  drain(): Promise<number> {
+    if (this.draining) return this.draining;
+    this.draining = this.drainOnce().finally(() => {
+      this.draining = null;
+    });
+    return this.draining;
+  }
+
+  private async drainOnce(): Promise<number> {
+    const now = new Date(this.now());
+    let rows: (typeof mailOutbox.$inferSelect)[];
+    try {
+      rows = await this.db
+        .update(mailOutbox)
+        .set({
+          status: "sending",
+          attempts: sql`${mailOutbox.attempts} + 1`,
+          nextAttemptAt: new Date(now.getTime() + CLAIM_MS),
+        })
+        .where(
+          inArray(
+            mailOutbox.id,
+            this.db
+              .select({ id: mailOutbox.id })
+              .from(mailOutbox)
+              .where(and(inArray(mailOutbox.status, ["pending", "sending"]), lte(mailOutbox.nextAttemptAt, now)))
+              .orderBy(mailOutbox.id)
+              .limit(BATCH)
+              .for("update", { skipLocked: true }),
+          ),
+        )
+        .returning();
+    } catch (error) {
+      this.logger.warn("outbox claim failed", { error: String(error) });
+      return 0;
+    }
+    let sent = 0;
+    for (const row of rows) {
+      try {
+        await this.transport.send({
+          tenantId: row.tenantId,
+          to: row.recipient,
+          subject: row.subject,
+          text: row.text,
+          html: row.html ?? undefined,
+        });
+        await this.db
+          .update(mailOutbox)
+          .set({ status: "sent", sentAt: new Date(this.now()), text: "", html: null, lastError: null })
+          .where(eq(mailOutbox.id, row.id));
+        sent++;
+      } catch (error) {
+        const failed = row.attempts >= MAX_ATTEMPTS;
+        const backoffMs = Math.min(5 * 60_000, 2 ** row.attempts * 1000);
+        this.logger.warn("mail not sent", { id: row.id, attempt: row.attempts, final: failed, error: String(error) });
+        await this.db
+          .update(mailOutbox)
+          .set({
+            status: failed ? "failed" : "pending",
+            nextAttemptAt: new Date(this.now() + backoffMs),
+            lastError: String(error).slice(0, 500),
+          })
+          .where(eq(mailOutbox.id, row.id));
+      }
+    }
+    return sent;
+  }
+}
