@@ -22,7 +22,10 @@ export function createApp(deps: Deps) {
     .use(upstreamPushRoutes(deps))
     .use(browserDecideRoutes(deps));
   return onBothMounts(app, (prefix) =>
-    identityConfigRoutes(deps, prefix).use(identityRoutes(deps, prefix)).use(forwardRoutes(deps, prefix)),
+    new Elysia()
+      .use(identityConfigRoutes(deps, prefix))
+      .use(identityRoutes(deps, prefix))
+      .use(forwardRoutes(deps, prefix)),
   );
 }
 

@@ -41,6 +41,13 @@ export function adminRoutes(deps: Deps) {
       },
       { body: CreateTenantBody },
     )
+    .put("/tenants/:tenant/identity-provider", ({ params, body }) => setIdentityProvider(deps, params.tenant, body), {
+      params: TenantParams,
+      body: IdentityProviderBody,
+    })
+    .delete("/tenants/:tenant/identity-provider", ({ params }) => setIdentityProvider(deps, params.tenant, null), {
+      params: TenantParams,
+    })
     .get(
       "/tenants/:tenant/sites",
       async ({ params }) => {

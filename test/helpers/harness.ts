@@ -6,6 +6,7 @@ import { createApp } from "../../src/app";
 import { type Config, loadConfig } from "../../src/config";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
 import { createLogger, type Logger } from "../../src/logger";
+import type { MailTransport } from "../../src/mail/outbox";
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
 
@@ -62,11 +63,17 @@ export interface Harness {
 /** Builds deps and the app over a given database, with a manual clock and a memory logger. */
 export async function startHarness(
   database: Database,
-  options: { config?: Record<string, string> } = {},
+  options: { config?: Record<string, string>; mailTransport?: MailTransport } = {},
 ): Promise<Harness> {
   const clock = manualClock();
   const logger = memoryLogger();
-  const deps = await createDeps(testConfig(options.config), { database, now: clock.now, logger, pollMs: 50 });
+  const deps = await createDeps(testConfig(options.config), {
+    database,
+    now: clock.now,
+    logger,
+    pollMs: 50,
+    mailTransport: options.mailTransport,
+  });
   await startDeps(deps);
   const app = createApp(deps);
   const request: Harness["request"] = (method, path, init = {}) => {
