@@ -17,7 +17,8 @@ export async function startFakeIdp(options: { slowMs?: number } = {}) {
       if (new URL(request.url).pathname !== "/.well-known/jwks.json") return new Response("not found", { status: 404 });
       state.jwksHits++;
       if (state.mode === "slow") await Bun.sleep(options.slowMs ?? 2_000);
-      if (state.mode === "rate_limited") return new Response("slow down", { status: 429, headers: { "retry-after": "17" } });
+      if (state.mode === "rate_limited")
+        return new Response("slow down", { status: 429, headers: { "retry-after": "17" } });
       if (state.mode === "error") return new Response("boom", { status: 500 });
       return Response.json({ keys: [jwk] });
     },
@@ -28,7 +29,10 @@ export async function startFakeIdp(options: { slowMs?: number } = {}) {
     jwksUrl: `${issuer}/.well-known/jwks.json`,
     state,
     /** A credential as the upstream login would issue it. */
-    async token(claims: JWTPayload & { sub: string }, opts: { audience?: string; expiresAtSeconds?: number; issuer?: string; nowMs?: number } = {}) {
+    async token(
+      claims: JWTPayload & { sub: string },
+      opts: { audience?: string; expiresAtSeconds?: number; issuer?: string; nowMs?: number } = {},
+    ) {
       const iat = Math.floor((opts.nowMs ?? Date.now()) / 1000);
       return new SignJWT(claims)
         .setProtectedHeader({ alg: "RS256", kid: "idp-key-1" })

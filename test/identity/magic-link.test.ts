@@ -42,7 +42,10 @@ describe("magic-link sign-in over a real SMTP server", () => {
   };
   async function requestLink(email: string, prefix = "/v1", callbackURL?: string): Promise<URL> {
     const before = smtp.received.length;
-    const res = await h.request("POST", `${prefix}/id/sign-in/magic-link`, { headers: site, body: { email, callbackURL } });
+    const res = await h.request("POST", `${prefix}/id/sign-in/magic-link`, {
+      headers: site,
+      body: { email, callbackURL },
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ success: true });
     const mails = await smtp.waitFor(before + 1);
@@ -68,7 +71,9 @@ describe("magic-link sign-in over a real SMTP server", () => {
     const links = rowsOf<{ token_hash: string }>(await db.db.execute(sql`select token_hash from magic_links`));
     expect(links.every((r) => r.token_hash !== token && /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true);
     await h.deps.outbox.drain();
-    const outbox = rowsOf<{ status: string; text: string }>(await db.db.execute(sql`select status, text from mail_outbox`));
+    const outbox = rowsOf<{ status: string; text: string }>(
+      await db.db.execute(sql`select status, text from mail_outbox`),
+    );
     expect(outbox.every((r) => r.status === "sent" && r.text === "")).toBe(true);
     expect(JSON.stringify(outbox)).not.toContain(token);
   });
@@ -91,7 +96,14 @@ describe("magic-link sign-in over a real SMTP server", () => {
     const res = await consume(link.searchParams.get("token")!);
     expect(res.status).toBe(200);
     const body = await res.json();
-    expect(body.user).toMatchObject({ email: "grace@example.com", emailVerified: true, name: null, firstName: null, lastName: null, image: null });
+    expect(body.user).toMatchObject({
+      email: "grace@example.com",
+      emailVerified: true,
+      name: null,
+      firstName: null,
+      lastName: null,
+      image: null,
+    });
     expect(body.user.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(body.session.kind).toBe("svc");
     expect(Date.parse(body.session.expiresAt)).toBeGreaterThan(h.clock.now());
@@ -134,7 +146,10 @@ describe("magic-link sign-in over a real SMTP server", () => {
   it("refuses a callbackURL that is not a path or on an allowed origin, and sends nothing", async () => {
     const before = smtp.received.length;
     for (const callbackURL of ["https://evil.example/", "//evil.example/x", "javascript:alert(1)"]) {
-      const res = await h.request("POST", "/v1/id/sign-in/magic-link", { headers: site, body: { email: "cb@example.com", callbackURL } });
+      const res = await h.request("POST", "/v1/id/sign-in/magic-link", {
+        headers: site,
+        body: { email: "cb@example.com", callbackURL },
+      });
       expect(res.status).toBe(400);
     }
     const ok = await requestLink("cb@example.com", "/v1", "https://news.example/account");
@@ -144,15 +159,23 @@ describe("magic-link sign-in over a real SMTP server", () => {
 
   it("answers 404 at an external_only site and in dual unless sign-in is enabled", async () => {
     for (const s of ["closed", "dual"]) {
-      const res = await h.request("POST", "/v1/id/sign-in/magic-link", { headers: { "x-svc-site-id": s }, body: { email: "x@example.com" } });
+      const res = await h.request("POST", "/v1/id/sign-in/magic-link", {
+        headers: { "x-svc-site-id": s },
+        body: { email: "x@example.com" },
+      });
       expect(res.status).toBe(404);
-      const consumed = await h.request("POST", "/v1/id/magic-link/consume", { headers: { "x-svc-site-id": s }, body: { token: "abc" } });
+      const consumed = await h.request("POST", "/v1/id/magic-link/consume", {
+        headers: { "x-svc-site-id": s },
+        body: { token: "abc" },
+      });
       expect(consumed.status).toBe(404);
     }
   });
 
   it("validates the body: 422 for a bad address or an overlong token", async () => {
-    expect((await h.request("POST", "/v1/id/sign-in/magic-link", { headers: site, body: { email: "not-an-email" } })).status).toBe(422);
+    expect(
+      (await h.request("POST", "/v1/id/sign-in/magic-link", { headers: site, body: { email: "not-an-email" } })).status,
+    ).toBe(422);
     expect((await consume("x".repeat(513))).status).toBe(422);
     expect((await consume("")).status).toBe(422);
   });
@@ -165,7 +188,10 @@ describe("magic links without SMTP (development)", () => {
     const h = await startHarness(db, { mailTransport: logTransport((l) => lines.push(l)) });
     try {
       await seedSite(h, "news", basicDocument());
-      await h.request("POST", "/v1/id/sign-in/magic-link", { headers: { "x-svc-site-id": "news" }, body: { email: "dev@example.com" } });
+      await h.request("POST", "/v1/id/sign-in/magic-link", {
+        headers: { "x-svc-site-id": "news" },
+        body: { email: "dev@example.com" },
+      });
       await h.deps.outbox.drain();
       const printed = lines.join("\n");
       expect(printed).toMatch(/http:\/\/localhost\/v1\/id\/magic-link\?token=[A-Za-z0-9_-]{43}&site=news/);
