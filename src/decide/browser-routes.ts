@@ -1,9 +1,10 @@
 import { Elysia, t } from "elysia";
+import type { GrantFacts } from "../core/types";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import type { Mount } from "../http/mounts";
 import { SITE_HEADER, selectedSite, tenantOf } from "../http/site";
-import { browserIdentity } from "../identity/browser-credential";
+import { type BrowserIdentity, browserIdentity } from "../identity/browser-credential";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { DecideBody } from "./model";
@@ -21,6 +22,14 @@ const userIdRefused = () =>
 /** Who is calling, for per-client rate windows: the peer address. */
 function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
   return server?.requestIP(request)?.address ?? "unknown";
+}
+
+/** The access cookie's grants as `grants.*` facts; undefined when there is no cookie. */
+function grantFacts(who: BrowserIdentity): GrantFacts | undefined {
+  if (!who.claims) return undefined;
+  const facts: Record<string, true> = {};
+  for (const g of who.claims.grants) facts[g] = true;
+  return Object.freeze(facts);
 }
 
 function checkOrigin(site: SiteState, origin: string | null): string {
@@ -75,9 +84,7 @@ export function browserDecideRoutes(deps: Deps) {
           preview,
           input: body,
           userId: who.claims?.userId ?? null,
-          grants: who.claims
-            ? Object.freeze(Object.fromEntries(who.claims.grants.map((g) => [g, true as const])))
-            : undefined,
+          grants: grantFacts(who),
           accessMissing: who.accessMissing,
           now,
         });
@@ -107,7 +114,7 @@ export function forwardRoutes(deps: Deps, prefix: Mount) {
       const now = deps.now();
       const { document, preview } = await chooseDocument(deps, site, request.headers.get(PREVIEW_HEADER), now);
       const feature = document.features.get(query.feature);
-      if (!feature || feature.purpose !== "journey" || !feature.answerable) {
+      if (feature?.purpose !== "journey" || !feature.answerable) {
         throw new AppError("not_found", "Unknown journey feature.");
       }
       takeRate(deps.forwardRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
@@ -120,9 +127,7 @@ export function forwardRoutes(deps: Deps, prefix: Mount) {
         preview,
         input: { features: [query.feature], deviceId: query.deviceId, context },
         userId: who.claims?.userId ?? null,
-        grants: who.claims
-          ? Object.freeze(Object.fromEntries(who.claims.grants.map((g) => [g, true as const])))
-          : undefined,
+        grants: grantFacts(who),
         now,
       });
       const decision = result.decisions[query.feature];
