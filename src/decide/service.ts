@@ -56,6 +56,23 @@ interface HeldMeter {
   key: string;
   state: MeterState;
   seenKind: boolean;
+  allowance: number;
+  read: MeterRead | null;
+}
+
+const KEY_SEP = "\u0001";
+const prefixCache = new WeakMap<CompiledSite, Map<string, string>>();
+
+/** Counter-key prefixes (tenant, site, meter) of a compiled document, built once per deploy. */
+function meterPrefixes(site: SiteState, document: CompiledSite): Map<string, string> {
+  let prefixes = prefixCache.get(document);
+  if (!prefixes) {
+    prefixes = new Map();
+    for (const name of document.meters.keys())
+      prefixes.set(name, meterKey(site.tenantId, site.id, name, "", "").slice(0, -1));
+    prefixCache.set(document, prefixes);
+  }
+  return prefixes;
 }
 
 /** A batch evaluated against its snapshot, with its effects not yet applied. */
@@ -88,36 +105,34 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
   // Meters the named features may read or tick, held in memory before evaluating.
   let held: Map<string, HeldMeter> | null = null;
   if (subject !== null) {
+    const prefixes = meterPrefixes(site, document);
     for (const name of input.features) {
       const feature = document.features.get(name);
       if (!feature || feature.meters.length === 0) continue;
       for (const meterName of feature.meters) {
         if (held?.has(meterName)) continue;
         const meter = document.meters.get(meterName);
-        if (!meter) continue;
-        const key = meterKey(site.tenantId, site.id, meterName, subject, meter.periodKey(now));
+        const prefix = prefixes.get(meterName);
+        if (!meter || prefix === undefined) continue;
+        const key = prefix + subject + KEY_SEP + meter.periodKey(now);
         const seenKind = meter.kind === "seen";
         const state = deps.meters.peek(key) ?? (await deps.meters.read(key, seenKind));
         if (held === null) held = new Map();
-        held.set(meterName, { key, state, seenKind });
+        held.set(meterName, { key, state, seenKind, allowance: meter.allowance, read: null });
       }
     }
   }
-  // Reads are snapshotted now: values before this request's own ticks.
-  let reads: Map<string, MeterRead> | null = null;
+  // Reads are snapshotted after the last await: values before this request's own ticks.
   if (held !== null) {
-    reads = new Map();
-    for (const [name, h] of held) {
-      const meter = document.meters.get(name);
-      if (!meter) continue;
-      reads.set(name, {
-        allowance: meter.allowance,
+    for (const h of held.values()) {
+      h.read = {
+        allowance: h.allowance,
         count: h.state.count,
         seen: h.seenKind && articleId !== null && (h.state.seen?.includes(articleId) ?? false),
-      });
+      };
     }
   }
-  const meterReads = reads;
+  const meterReads = held;
 
   const snapshot: FactSnapshot = Object.freeze({
     now,
@@ -130,7 +145,7 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
     external: EMPTY_OBJECT,
     gift: EMPTY_OBJECT,
     subject,
-    meter: (name: string) => meterReads?.get(name),
+    meter: (name: string) => meterReads?.get(name)?.read ?? undefined,
   });
 
   const result = evaluateBatch(document, input.features, snapshot);

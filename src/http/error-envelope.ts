@@ -33,10 +33,10 @@ export function errorEnvelope(logger: Logger) {
     .onParse({ as: "global" }, async ({ request, contentType }) => {
       // Strict JSON: a malformed body is a 400, never silently read as a string.
       if (!contentType?.startsWith("application/json")) return;
-      const text = await request.text();
-      if (text === "") return undefined;
+      if (request.headers.get("content-length") === "0") return undefined;
       try {
-        return JSON.parse(text);
+        // The native parser reads and parses in one step (cheaper than text() + JSON.parse).
+        return await request.json();
       } catch {
         throw new AppError("bad_request", "The request body is not valid JSON.");
       }
