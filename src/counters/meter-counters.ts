@@ -24,6 +24,16 @@ export function meterKey(tenant: string, site: string, meter: string, subject: s
 
 const CHUNK = 2000;
 
+interface KeyColumns {
+  tenant_id: string;
+  site_id: string;
+  meter: string;
+  subject: string;
+  period: string;
+}
+
+const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
+
 /**
  * Meter values held in memory, loaded from Postgres on a miss (batched, single-flight) and
  * flushed as deltas (`count = count + delta`, seen members inserted once). Clean entries are
@@ -147,36 +157,17 @@ export class MeterCounters implements Flushable {
         return sql`(${t}, ${s}, ${m}, ${subj}, ${per})`;
       });
       const list = sql.join(tuples, sql`, `);
-      const counts = rowsOf<{
-        tenant_id: string;
-        site_id: string;
-        meter: string;
-        subject: string;
-        period: string;
-        count: number;
-      }>(
+      const counts = rowsOf<KeyColumns & { count: number }>(
         await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, count from meter_counts
           where (tenant_id, site_id, meter, subject, period) in (${list})`),
       );
-      for (const r of counts) {
-        found.set(meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period), {
-          count: Number(r.count),
-          seen: null,
-        });
-      }
-      const items = rowsOf<{
-        tenant_id: string;
-        site_id: string;
-        meter: string;
-        subject: string;
-        period: string;
-        item: string;
-      }>(
+      for (const r of counts) found.set(keyOfRow(r), { count: Number(r.count), seen: null });
+      const items = rowsOf<KeyColumns & { item: string }>(
         await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, item from meter_seen
           where (tenant_id, site_id, meter, subject, period) in (${list})`),
       );
       for (const r of items) {
-        const key = meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
+        const key = keyOfRow(r);
         const state = found.get(key) ?? { count: 0, seen: [] };
         if (state.seen === null) state.seen = [r.item];
         else state.seen.push(r.item);
