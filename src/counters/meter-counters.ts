@@ -22,7 +22,7 @@ export function meterKey(tenant: string, site: string, meter: string, subject: s
   return tenant + SEP + site + SEP + meter + SEP + subject + SEP + period;
 }
 
-const CHUNK = 2000;
+const CHUNK = 5000;
 
 interface KeyColumns {
   tenant_id: string;
@@ -33,6 +33,29 @@ interface KeyColumns {
 }
 
 const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
+
+/** Counter keys split into the five key columns, passed to Postgres as five text arrays. */
+class KeyArrays {
+  readonly tenants: string[] = [];
+  readonly sites: string[] = [];
+  readonly meters: string[] = [];
+  readonly subjects: string[] = [];
+  readonly periods: string[] = [];
+
+  push(key: string): void {
+    const [t, s, m, subj, per] = key.split(SEP) as [string, string, string, string, string];
+    this.tenants.push(t);
+    this.sites.push(s);
+    this.meters.push(m);
+    this.subjects.push(subj);
+    this.periods.push(per);
+  }
+
+  params() {
+    const p = (values: string[]) => sql`${sql.param(values)}::text[]`;
+    return sql.join([p(this.tenants), p(this.sites), p(this.meters), p(this.subjects), p(this.periods)], sql`, `);
+  }
+}
 
 /**
  * Meter values held in memory, loaded from Postgres on a miss (batched, single-flight) and
@@ -116,23 +139,26 @@ export class MeterCounters implements Flushable {
       const entries = [...batch];
       await this.db.transaction(async (tx) => {
         for (let i = 0; i < entries.length; i += CHUNK) {
-          const chunk = entries.slice(i, i + CHUNK);
-          const counts = chunk.map(([key, p]) => {
-            const [t, s, m, subj, per] = key.split(SEP);
-            return sql`(${t}, ${s}, ${m}, ${subj}, ${per}, ${p.delta}::int)`;
-          });
+          // Columns as arrays through unnest: a constant-size statement however many rows.
+          const counts = new KeyArrays();
+          const deltas: number[] = [];
+          const seen = new KeyArrays();
+          const items: string[] = [];
+          for (const [key, p] of entries.slice(i, i + CHUNK)) {
+            counts.push(key);
+            deltas.push(p.delta);
+            for (const item of p.items ?? []) {
+              seen.push(key);
+              items.push(item);
+            }
+          }
           await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
-            values ${sql.join(counts, sql`, `)}
+            select * from unnest(${counts.params()}, ${sql.param(deltas)}::int[])
             on conflict (tenant_id, site_id, meter, subject, period)
             do update set count = meter_counts.count + excluded.count`);
-          const seen = chunk.flatMap(([key, p]) => {
-            if (!p.items) return [];
-            const [t, s, m, subj, per] = key.split(SEP);
-            return p.items.map((item) => sql`(${t}, ${s}, ${m}, ${subj}, ${per}, ${item})`);
-          });
-          if (seen.length > 0) {
+          if (items.length > 0) {
             await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
-              values ${sql.join(seen, sql`, `)} on conflict do nothing`);
+              select * from unnest(${seen.params()}, ${sql.param(items)}::text[]) on conflict do nothing`);
           }
         }
       });
@@ -152,19 +178,17 @@ export class MeterCounters implements Flushable {
   private async loadMany(keys: string[]): Promise<Map<string, MeterState>> {
     const found = new Map<string, MeterState>();
     for (let i = 0; i < keys.length; i += CHUNK) {
-      const tuples = keys.slice(i, i + CHUNK).map((key) => {
-        const [t, s, m, subj, per] = key.split(SEP);
-        return sql`(${t}, ${s}, ${m}, ${subj}, ${per})`;
-      });
-      const list = sql.join(tuples, sql`, `);
+      const wanted = new KeyArrays();
+      for (const key of keys.slice(i, i + CHUNK)) wanted.push(key);
+      const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
       const counts = rowsOf<KeyColumns & { count: number }>(
-        await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, count from meter_counts
-          where (tenant_id, site_id, meter, subject, period) in (${list})`),
+        await this.db.execute(sql`select c.tenant_id, c.site_id, c.meter, c.subject, c.period, c.count
+          from meter_counts c join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
       );
       for (const r of counts) found.set(keyOfRow(r), { count: Number(r.count), seen: null });
       const items = rowsOf<KeyColumns & { item: string }>(
-        await this.db.execute(sql`select tenant_id, site_id, meter, subject, period, item from meter_seen
-          where (tenant_id, site_id, meter, subject, period) in (${list})`),
+        await this.db.execute(sql`select s.tenant_id, s.site_id, s.meter, s.subject, s.period, s.item
+          from meter_seen s join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
       );
       for (const r of items) {
         const key = keyOfRow(r);

@@ -45,14 +45,13 @@ export class KeyStore {
   /** Adds request counts and moves last-used dates forward, for many keys in one statement. */
   async addUsage(usage: { id: string; delta: number; lastUsedOn: string }[]): Promise<void> {
     if (usage.length === 0) return;
-    const values = sql.join(
-      usage.map((u) => sql`(${u.id}::uuid, ${u.delta}::bigint, ${u.lastUsedOn}::date)`),
-      sql`, `,
-    );
+    const ids = sql.param(usage.map((u) => u.id));
+    const deltas = sql.param(usage.map((u) => u.delta));
+    const days = sql.param(usage.map((u) => u.lastUsedOn));
     await this.db.execute(sql`update api_keys as k
       set request_count = k.request_count + v.delta,
-          last_used_on = greatest(k.last_used_on, v.last_used_on)
-      from (values ${values}) as v(id, delta, last_used_on)
-      where k.id = v.id`);
+          last_used_on = greatest(k.last_used_on, v.last_used_on::date)
+      from unnest(${ids}::text[], ${deltas}::int[], ${days}::text[]) as v(id, delta, last_used_on)
+      where k.id = v.id::uuid`);
   }
 }

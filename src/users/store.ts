@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { grants, users } from "../../db/schema";
 
@@ -47,23 +47,17 @@ export class UserStore {
   async usersWithGrants(tenantId: string, ids: string[]): Promise<{ users: UserRow[]; grants: GrantRow[] }> {
     const valid = ids.filter(isUserId);
     if (valid.length === 0) return { users: [], grants: [] };
+    // One array parameter, however many ids (the decide path batches thousands of misses).
+    const anyOf = (values: string[]) => sql`any(${sql.param(values)}::text[]::uuid[])`;
     const found = await this.db
       .select()
       .from(users)
-      .where(and(eq(users.tenantId, tenantId), inArray(users.id, valid)));
+      .where(and(eq(users.tenantId, tenantId), sql`${users.id} = ${anyOf(valid)}`));
     if (found.length === 0) return { users: [], grants: [] };
     const held = await this.db
       .select()
       .from(grants)
-      .where(
-        and(
-          eq(grants.tenantId, tenantId),
-          inArray(
-            grants.userId,
-            found.map((u) => u.id),
-          ),
-        ),
-      );
+      .where(and(eq(grants.tenantId, tenantId), sql`${grants.userId} = ${anyOf(found.map((u) => u.id))}`));
     return { users: found, grants: held };
   }
 
