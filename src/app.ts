@@ -3,7 +3,7 @@ import { adminRoutes } from "./admin/routes";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { keyedDecideRoutes } from "./decide/routes";
 import type { Deps } from "./deps";
-import { bodyTooLarge } from "./http/body-limit";
+import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import { errorEnvelope } from "./http/error-envelope";
 import { onBothMounts } from "./http/mounts";
 import { identityConfigRoutes } from "./identity/config-routes";
@@ -15,6 +15,7 @@ export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
   const app = new Elysia()
     .use(errorEnvelope(deps.logger))
+    .use(jsonBody(maxBody))
     .onRequest(({ request }) => bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
     .use(adminRoutes(deps))

@@ -19,7 +19,9 @@ await startDeps(deps);
 const app = createApp(deps).listen({
   port: config.port,
   hostname: config.host,
-  maxRequestBodySize: config.maxBodyBytes,
+  // A backstop only: the app answers 413 in the envelope at SVC_MAX_BODY_BYTES (declared or
+  // chunked); Bun's own cap (a bare 413) sits above it for bodies that never finish.
+  maxRequestBodySize: config.maxBodyBytes * 2 + 65_536,
 });
 const port = app.server?.port ?? config.port;
 deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir });

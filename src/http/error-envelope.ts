@@ -29,44 +29,37 @@ const json = (status: number, body: unknown, headers?: Readonly<Record<string, s
  * Unexpected errors are logged with a request id and answered without internals.
  */
 export function errorEnvelope(logger: Logger) {
-  return new Elysia({ name: "error-envelope" })
-    .onParse({ as: "global" }, async ({ request, contentType }) => {
-      // Strict JSON: a malformed body is a 400, never silently read as a string.
-      if (!contentType?.startsWith("application/json")) return;
-      if (request.headers.get("content-length") === "0") return undefined;
-      try {
-        // The native parser reads and parses in one step (cheaper than text() + JSON.parse).
-        return await request.json();
-      } catch {
-        throw new AppError("bad_request", "The request body is not valid JSON.");
+  return new Elysia({ name: "error-envelope" }).onError({ as: "global" }, ({ code, error, request }) => {
+    // Elysia wraps what a body parser throws in its PARSE error: unwrap ours.
+    const cause = (error as { cause?: unknown }).cause;
+    if (code === "PARSE" && cause instanceof AppError) {
+      return json(statusOf(cause), errorBody(cause.code, cause.message, cause.details), cause.headers);
+    }
+    if (error instanceof AppError) {
+      return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
+    }
+    switch (code) {
+      case "VALIDATION":
+        return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
+      case "PARSE":
+        return json(400, errorBody("bad_request", "The request body is not valid JSON."));
+      case "NOT_FOUND":
+        return json(404, errorBody("not_found", "No such route."));
+      case "INVALID_COOKIE_SIGNATURE":
+        return json(400, errorBody("bad_request", "Invalid cookie."));
+      default: {
+        const status = (error as { status?: unknown }).status;
+        if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
+        const requestId = crypto.randomUUID();
+        logger.error("unexpected error", {
+          requestId,
+          method: request.method,
+          path: new URL(request.url).pathname,
+          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+          stack: error instanceof Error ? error.stack : undefined,
+        });
+        return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
       }
-    })
-    .onError({ as: "global" }, ({ code, error, request }) => {
-      if (error instanceof AppError) {
-        return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
-      }
-      switch (code) {
-        case "VALIDATION":
-          return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
-        case "PARSE":
-          return json(400, errorBody("bad_request", "The request body is not valid JSON."));
-        case "NOT_FOUND":
-          return json(404, errorBody("not_found", "No such route."));
-        case "INVALID_COOKIE_SIGNATURE":
-          return json(400, errorBody("bad_request", "Invalid cookie."));
-        default: {
-          const status = (error as { status?: unknown }).status;
-          if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
-          const requestId = crypto.randomUUID();
-          logger.error("unexpected error", {
-            requestId,
-            method: request.method,
-            path: new URL(request.url).pathname,
-            error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-            stack: error instanceof Error ? error.stack : undefined,
-          });
-          return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
-        }
-      }
-    });
+    }
+  });
 }

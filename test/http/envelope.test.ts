@@ -64,6 +64,52 @@ describe("error envelope over the app", () => {
   });
 });
 
+describe("body limits without a declared length (chunked)", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let key: string;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db, { config: { SVC_MAX_BODY_BYTES: "2048" } });
+    ({ key } = await seedSite(h, "news", basicDocument()));
+  }, 60_000);
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  const streamed = (text: string) =>
+    h.app.handle(
+      new Request("http://localhost/v1/decide", {
+        method: "POST",
+        headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+        body: new ReadableStream({
+          start(controller) {
+            for (let i = 0; i < text.length; i += 500)
+              controller.enqueue(new TextEncoder().encode(text.slice(i, i + 500)));
+            controller.close();
+          },
+        }),
+        duplex: "half",
+      } as RequestInit),
+    );
+
+  it("answers 413 in the envelope for a chunked body over the limit", async () => {
+    const res = await streamed(JSON.stringify({ features: ["x".repeat(5000)] }));
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({
+      error: { code: "payload_too_large", message: "The request body is too large." },
+    });
+  });
+
+  it("reads a chunked body under the limit, and answers 400 for malformed chunked JSON", async () => {
+    expect((await streamed(JSON.stringify({ features: ["teaser"], deviceId: "d" }))).status).toBe(200);
+    expect((await streamed('{"features": [')).status).toBe(400);
+  });
+});
+
 describe("error envelope for unexpected errors", () => {
   it("answers 500 without stack or SQL, and logs the error with a request id", async () => {
     const logger = memoryLogger();
