@@ -202,6 +202,34 @@ describe("session exchange in dual mode against a real identity provider", () =>
     }
   });
 
+  it("keeps one user id across modes: a dual-made session survives the move to svc_only, and email sign-in finds the same user", async () => {
+    const credential = await token({ sub: "up-modes", email: "modes@example.com", email_verified: true });
+    const exchanged = await exchange({ subject_token: credential });
+    const { user } = await exchanged.json();
+    const sessionToken = exchanged.headers.get("set-auth-token")!;
+    // The site moves from dual to svc_only.
+    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument() });
+    const still = await h.request("GET", "/v1/id/get-session", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${sessionToken}` },
+    });
+    expect((await still.json()).user.id).toBe(user.id);
+    // The reader who did not return signs in by email and gets the existing user.
+    const mails: string[] = [];
+    const original = h.deps.outbox.enqueue.bind(h.deps.outbox);
+    h.deps.outbox.enqueue = async (mail) => {
+      mails.push(mail.text);
+    };
+    try {
+      await h.request("POST", "/v1/id/sign-in/magic-link", { headers: { "x-svc-site-id": "news" }, body: { email: "modes@example.com" } });
+    } finally {
+      h.deps.outbox.enqueue = original;
+    }
+    const linkToken = mails[0]!.match(/token=([A-Za-z0-9_-]+)/)![1]!;
+    const signedIn = await h.request("POST", "/v1/id/magic-link/consume", { headers: { "x-svc-site-id": "news" }, body: { token: linkToken } });
+    expect((await signedIn.json()).user.id).toBe(user.id);
+    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: dualDocument() });
+  });
+
   it("answers 503 without Retry-After when the tenant has no identity provider", async () => {
     await h.admin("DELETE", "/admin/tenants/default/identity-provider");
     try {
