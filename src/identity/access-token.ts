@@ -1,4 +1,4 @@
-import { jwtVerify, SignJWT } from "jose";
+import { SignedTokens } from "../http/signed-token";
 
 /** What the signed access cookie carries: enough for browser routes to need no database read. */
 export interface AccessClaims {
@@ -12,14 +12,13 @@ export interface AccessClaims {
 
 /** How long an access cookie lives: the bound on revocation staleness. */
 export const ACCESS_TTL_SECONDS = 15 * 60;
-const AUDIENCE = "svc:access";
 
 /** Signs and verifies the `svc.access` cookie (an HS256 JWT under the service secret). */
 export class AccessTokens {
-  private readonly key: Uint8Array;
+  private readonly tokens: SignedTokens;
 
   constructor(secret: string) {
-    this.key = new TextEncoder().encode(`access:${secret}`);
+    this.tokens = new SignedTokens(secret, "access");
   }
 
   /** Mints a token expiring in 15 minutes, or earlier when `notAfterMs` (session end, grant expiry) comes first. */
@@ -30,38 +29,25 @@ export class AccessTokens {
   ): Promise<{ token: string; maxAgeSeconds: number }> {
     const iat = Math.floor(nowMs / 1000);
     const exp = Math.min(iat + ACCESS_TTL_SECONDS, Math.floor(notAfterMs / 1000));
-    const token = await new SignJWT({
-      sid: claims.sessionId,
-      tid: claims.tenantId,
-      grants: claims.grants,
-      orgs: claims.orgs,
-    })
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject(claims.userId)
-      .setAudience(AUDIENCE)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .sign(this.key);
+    const token = await this.tokens.sign(
+      { sid: claims.sessionId, tid: claims.tenantId, grants: [...claims.grants], orgs: claims.orgs },
+      claims.userId,
+      iat,
+      exp,
+    );
     return { token, maxAgeSeconds: Math.max(0, exp - iat) };
   }
 
   /** The claims of a valid token for this tenant; null for anything else. */
   async verify(token: string | null, tenantId: string, nowMs: number): Promise<AccessClaims | null> {
-    if (!token || token.length > 8192) return null;
-    try {
-      const { payload } = await jwtVerify(token, this.key, {
-        audience: AUDIENCE,
-        algorithms: ["HS256"],
-        currentDate: new Date(nowMs),
-      });
-      if (payload.tid !== tenantId || typeof payload.sub !== "string" || typeof payload.sid !== "string") return null;
-      const grants = Array.isArray(payload.grants)
-        ? payload.grants.filter((g): g is string => typeof g === "string")
-        : [];
-      const orgs = payload.orgs && typeof payload.orgs === "object" ? (payload.orgs as Record<string, string>) : {};
-      return { userId: payload.sub, sessionId: payload.sid, tenantId, grants, orgs };
-    } catch {
+    const payload = await this.tokens.verify(token, nowMs);
+    if (!payload || payload.tid !== tenantId || typeof payload.sub !== "string" || typeof payload.sid !== "string") {
       return null;
     }
+    const grants = Array.isArray(payload.grants)
+      ? payload.grants.filter((g): g is string => typeof g === "string")
+      : [];
+    const orgs = payload.orgs && typeof payload.orgs === "object" ? (payload.orgs as Record<string, string>) : {};
+    return { userId: payload.sub, sessionId: payload.sid, tenantId, grants, orgs };
   }
 }
