@@ -68,7 +68,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
-  const meters = new MeterCounters(database.db);
+  // The embedded store has one writer (this process holds the data folder), so the counters
+  // may know which keys exist and skip reads for first-seen subjects.
+  const meters = new MeterCounters(database.db, { exclusiveWriter: database.kind === "embedded" });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db);
   const userFacts = new UserFactsCache(users);
@@ -129,6 +131,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 /** Loads state and starts the timers (change poll, counter flush). */
 export async function startDeps(deps: Deps): Promise<void> {
   await deps.registry.loadAll();
+  await deps.meters.prime();
   await deps.changes.start();
   deps.flusher.start();
   deps.outbox.start();

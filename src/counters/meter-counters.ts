@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
+import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
 
@@ -68,14 +69,32 @@ export class MeterCounters implements Flushable {
   private dirty = new Map<string, Pending>();
   private readonly loader: BatchLoader<MeterState>;
 
+  private readonly maxEntries: number;
+  /** Keys known to exist in Postgres; only when this process is the store's only writer. */
+  private readonly present: AbsenceFilter | null;
+
   constructor(
     private readonly db: Db,
-    private readonly maxEntries = 2_000_000,
+    options: { maxEntries?: number; exclusiveWriter?: boolean } = {},
   ) {
+    this.maxEntries = options.maxEntries ?? 2_000_000;
+    this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
       (keys) => this.loadMany(keys),
       () => ({ count: 0, seen: null }),
     );
+  }
+
+  /**
+   * With an exclusive writer (the embedded store), learns every stored key once, so a key never
+   * stored before needs no read on its first miss. Without one, does nothing.
+   */
+  async prime(): Promise<void> {
+    if (!this.present) return;
+    const rows = rowsOf<KeyColumns>(
+      await this.db.execute(sql`select tenant_id, site_id, meter, subject, period from meter_counts`),
+    );
+    for (const r of rows) this.present.add(keyOfRow(r));
   }
 
   get size(): number {
@@ -91,7 +110,8 @@ export class MeterCounters implements Flushable {
   async read(key: string, seenMeter: boolean): Promise<MeterState> {
     const held = this.values.get(key);
     if (held) return held;
-    const loaded = await this.loader.load(key);
+    const loaded =
+      this.present && !this.present.mightContain(key) ? { count: 0, seen: null } : await this.loader.load(key);
     // Another request may have installed it while we waited.
     const again = this.values.get(key);
     if (again) return again;
@@ -162,6 +182,7 @@ export class MeterCounters implements Flushable {
           }
         }
       });
+      if (this.present) for (const key of batch.keys()) this.present.add(key);
     } catch (error) {
       for (const [key, p] of batch) {
         const now = this.dirty.get(key);

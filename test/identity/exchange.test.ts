@@ -220,12 +220,18 @@ describe("session exchange in dual mode against a real identity provider", () =>
       mails.push(mail.text);
     };
     try {
-      await h.request("POST", "/v1/id/sign-in/magic-link", { headers: { "x-svc-site-id": "news" }, body: { email: "modes@example.com" } });
+      await h.request("POST", "/v1/id/sign-in/magic-link", {
+        headers: { "x-svc-site-id": "news" },
+        body: { email: "modes@example.com" },
+      });
     } finally {
       h.deps.outbox.enqueue = original;
     }
     const linkToken = mails[0]!.match(/token=([A-Za-z0-9_-]+)/)![1]!;
-    const signedIn = await h.request("POST", "/v1/id/magic-link/consume", { headers: { "x-svc-site-id": "news" }, body: { token: linkToken } });
+    const signedIn = await h.request("POST", "/v1/id/magic-link/consume", {
+      headers: { "x-svc-site-id": "news" },
+      body: { token: linkToken },
+    });
     expect((await signedIn.json()).user.id).toBe(user.id);
     await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: dualDocument() });
   });
