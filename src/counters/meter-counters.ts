@@ -23,7 +23,12 @@ export function meterKey(tenant: string, site: string, meter: string, subject: s
   return tenant + SEP + site + SEP + meter + SEP + subject + SEP + period;
 }
 
-const CHUNK = 5000;
+/**
+ * Rows per statement. Embedded Postgres runs each statement on this thread (WASM), so smaller
+ * statements keep the event loop free between them; a server runs them elsewhere.
+ */
+const SERVER_CHUNK = 5000;
+const EMBEDDED_CHUNK = 500;
 
 interface KeyColumns {
   tenant_id: string;
@@ -70,6 +75,7 @@ export class MeterCounters implements Flushable {
   private readonly loader: BatchLoader<MeterState>;
 
   private readonly maxEntries: number;
+  private readonly chunk: number;
   /** Keys known to exist in Postgres; only when this process is the store's only writer. */
   private readonly present: AbsenceFilter | null;
 
@@ -78,6 +84,7 @@ export class MeterCounters implements Flushable {
     options: { maxEntries?: number; exclusiveWriter?: boolean } = {},
   ) {
     this.maxEntries = options.maxEntries ?? 2_000_000;
+    this.chunk = options.exclusiveWriter ? EMBEDDED_CHUNK : SERVER_CHUNK;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
       (keys) => this.loadMany(keys),
@@ -158,13 +165,14 @@ export class MeterCounters implements Flushable {
     try {
       const entries = [...batch];
       await this.db.transaction(async (tx) => {
-        for (let i = 0; i < entries.length; i += CHUNK) {
+        const chunk = this.chunk;
+        for (let i = 0; i < entries.length; i += chunk) {
           // Columns as arrays through unnest: a constant-size statement however many rows.
           const counts = new KeyArrays();
           const deltas: number[] = [];
           const seen = new KeyArrays();
           const items: string[] = [];
-          for (const [key, p] of entries.slice(i, i + CHUNK)) {
+          for (const [key, p] of entries.slice(i, i + chunk)) {
             counts.push(key);
             deltas.push(p.delta);
             for (const item of p.items ?? []) {
@@ -198,9 +206,10 @@ export class MeterCounters implements Flushable {
 
   private async loadMany(keys: string[]): Promise<Map<string, MeterState>> {
     const found = new Map<string, MeterState>();
-    for (let i = 0; i < keys.length; i += CHUNK) {
+    const chunk = this.chunk;
+    for (let i = 0; i < keys.length; i += chunk) {
       const wanted = new KeyArrays();
-      for (const key of keys.slice(i, i + CHUNK)) wanted.push(key);
+      for (const key of keys.slice(i, i + chunk)) wanted.push(key);
       const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
       const counts = rowsOf<KeyColumns & { count: number }>(
         await this.db.execute(sql`select c.tenant_id, c.site_id, c.meter, c.subject, c.period, c.count
