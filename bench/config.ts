@@ -1,0 +1,134 @@
+/** Bench modes and command-line options. */
+
+export type Mode = "full" | "quick" | "smoke";
+
+export interface BenchConfig {
+  mode: Mode;
+  /** Keys driven at the spec rate (2,000 per 10 s each). */
+  specKeys: number;
+  /** Aligned 10-second windows of the spec-rate run (smoke: one short unaligned segment instead). */
+  specWindows: number;
+  /** Aligned windows of the over-limit run (3,000 offered per window to one key). */
+  overWindows: number;
+  /** Keys the closed-loop saturation load rotates through. */
+  saturationKeys: number;
+  warmupS: number;
+  /** Seconds of the open-loop floor run (the spec schedule against the bare Bun.serve). */
+  floorS: number;
+  saturationS: number;
+  wrkThreads: number;
+  wrkConnections: number;
+  /** Distinct meter subjects the memory scenario touches, and its time limit. */
+  memorySubjects: number;
+  memoryTimeLimitS: number;
+  memoryKeys: number;
+  /** Time limit of the prime pass (one request per reader of the pools). */
+  primeTimeLimitS: number;
+  /** Pre-generated bodies: per spec key, and for wrk. */
+  bodiesPerSpecKey: number;
+  wrkBodies: number;
+  articles: number;
+  devices: number;
+  users: number;
+  profile: boolean;
+  databaseUrl: string | undefined;
+}
+
+const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile]
+
+  (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects
+  --quick    every scenario briefly (under two minutes); memory at 100,000 subjects
+  --smoke    every scenario very briefly, checks only that the bench runs end to end (CI)
+  --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
+  --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
+
+DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).`;
+
+export function parseArgs(argv: readonly string[], env: Record<string, string | undefined>): BenchConfig {
+  let mode: Mode = "full";
+  let keys = 25;
+  let profile = false;
+  // npm passes everything after its own "--"; a literal "--" that reaches us is ignored too.
+  const args = argv.filter((a) => a !== "--");
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === "--quick") mode = "quick";
+    else if (a === "--smoke") mode = "smoke";
+    else if (a === "--profile") profile = true;
+    else if (a === "--keys" || a.startsWith("--keys=")) {
+      const value = a.includes("=") ? a.slice(7) : args[++i];
+      keys = Number(value);
+      if (!Number.isInteger(keys) || keys < 1 || keys > 1000)
+        throw new Error(`--keys needs an integer 1..1000\n${USAGE}`);
+    } else if (a === "--help" || a === "-h") {
+      console.log(USAGE);
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}\n${USAGE}`);
+  }
+  const base = {
+    mode,
+    specKeys: keys,
+    profile,
+    databaseUrl: env.DATABASE_URL || undefined,
+    wrkThreads: 1,
+    wrkConnections: 64,
+  };
+  if (mode === "smoke") {
+    return {
+      ...base,
+      specWindows: 1,
+      overWindows: 1,
+      saturationKeys: 50,
+      warmupS: 1,
+      floorS: 1,
+      saturationS: 2,
+      memorySubjects: 2_000,
+      memoryTimeLimitS: 10,
+      primeTimeLimitS: 10,
+      memoryKeys: 10,
+      bodiesPerSpecKey: 400,
+      wrkBodies: 5_000,
+      articles: 500,
+      devices: 500,
+      users: 12,
+    };
+  }
+  if (mode === "quick") {
+    return {
+      ...base,
+      specWindows: 2,
+      overWindows: 3,
+      saturationKeys: 500,
+      warmupS: 2,
+      floorS: 3,
+      saturationS: 6,
+      memorySubjects: 100_000,
+      memoryTimeLimitS: 12,
+      primeTimeLimitS: 30,
+      memoryKeys: 100,
+      bodiesPerSpecKey: 2_000,
+      wrkBodies: 20_000,
+      articles: 2_000,
+      devices: 1_200,
+      users: 40,
+    };
+  }
+  return {
+    ...base,
+    specWindows: 6,
+    overWindows: 3,
+    saturationKeys: 500,
+    warmupS: 5,
+    floorS: 20,
+    saturationS: 30,
+    memorySubjects: 1_000_000,
+    memoryTimeLimitS: 5_400,
+    primeTimeLimitS: 300,
+    memoryKeys: 200,
+    bodiesPerSpecKey: 4_000,
+    wrkBodies: 50_000,
+    articles: 5_000,
+    devices: 20_000,
+    users: 300,
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Memory: on a fresh server, touch N distinct meter subjects (each request names a new device
+ * id; the paywall and recirculation features hold its seen and count meters), let the flusher
+ * drain, then read VmRSS from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
+ * its window. Bodies are built per request from pre-signed articles: only the device id varies,
+ * nothing is signed here.
+ */
+import { driveClosedLoop } from "./closed-loop";
+import { buildRequest } from "./http-conn";
+import { rssMb } from "./proc";
+import type { ServerHandle } from "./server";
+import { BENCH_SITE } from "./site";
+import { round } from "./stats";
+import { type Article, buildBody, prng } from "./workload";
+
+export const CLOSED_LOOP_GENERATOR = "bench/closed-loop.ts (Bun.connect, HTTP/1.1 keep-alive, closed loop)";
+const ONE_MILLION = 1_000_000;
+
+export interface MemoryResult {
+  generator: string;
+  store: string;
+  subjects_target: number;
+  /** Distinct subjects answered 200 (each request names a new one). */
+  subjects_touched: number;
+  /** Meters held per subject: `articles` (seen) and `api_views` (count). */
+  meters_per_subject: number;
+  /** RSS after `subjects_touched`; the one-million figure is set only when a million were touched. */
+  rss_mb: number;
+  rss_mb_at_1m_subjects: number | null;
+  /** RSS of the fresh server after deploy and key issue, before any subject. */
+  rss_mb_baseline: number;
+  /** Growth per 1,000 subjects between the baseline and the end (null under 100,000 subjects). */
+  rss_kb_per_1k_subjects: number | null;
+  rss_mb_peak: number;
+  rss_curve: { subjects: number; rss_mb: number }[];
+  requests: number;
+  status_other: number;
+  no_response: number;
+  duration_s: number;
+  /** Throughput of requests that each name a new subject (every one a meter miss). */
+  rps: number;
+  time_limit_hit: boolean;
+  server_cpu_cores: number;
+  generator_cpu_cores: number;
+}
+
+export interface MemoryOptions {
+  server: ServerHandle;
+  keys: readonly string[];
+  articles: readonly Article[];
+  optional: readonly string[];
+  subjects: number;
+  timeLimitS: number;
+  /** Called with every sample (every 5 s), so an interrupted run still knows how far it got. */
+  onProgress?: (p: { subjects_touched: number; rss_mb: number; elapsed_s: number }) => void;
+}
+
+export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
+  const rand = prng(99);
+  const bodyOptions = { count: 0, articles: o.articles, optional: o.optional, devices: 0, users: [] };
+  const headers = o.keys.map((key) => ({
+    "x-svc-site-id": BENCH_SITE,
+    "x-api-key": key,
+    "content-type": "application/json",
+  }));
+  const baseline = rssMb(o.server.pid);
+  const t0 = performance.now();
+  const curve: { subjects: number; rss_mb: number }[] = [{ subjects: 0, rss_mb: round(baseline, 1) }];
+  const run = await driveClosedLoop({
+    port: o.server.port,
+    serverPid: o.server.pid,
+    count: o.subjects,
+    timeLimitS: o.timeLimitS,
+    requestFor: (n) =>
+      buildRequest(
+        "/v1/decide",
+        headers[n % headers.length] as Record<string, string>,
+        buildBody(rand, bodyOptions, { deviceId: `mem-${n.toString(36)}` }),
+      ),
+    onSample: (touched) => {
+      const rss = round(rssMb(o.server.pid), 1);
+      curve.push({ subjects: touched, rss_mb: rss });
+      o.onProgress?.({ subjects_touched: touched, rss_mb: rss, elapsed_s: round((performance.now() - t0) / 1000, 1) });
+      // A line every minute on long runs: the full run spends most of its time here.
+      if (curve.length % 12 === 0) {
+        console.log(`[bench] memory: ${touched.toLocaleString("en-US")} subjects touched, RSS ${rss} MB`);
+      }
+    },
+    sampleMs: 5_000,
+  });
+  // Let the flusher write the last deltas (every 250 ms) before reading memory.
+  await Bun.sleep(1_500);
+  const rss = rssMb(o.server.pid);
+  const touched = run.status_200;
+  curve.push({ subjects: touched, rss_mb: round(rss, 1) });
+  return {
+    generator: CLOSED_LOOP_GENERATOR,
+    store: o.server.store,
+    subjects_target: o.subjects,
+    subjects_touched: touched,
+    meters_per_subject: 2,
+    rss_mb: round(rss, 1),
+    rss_mb_at_1m_subjects: touched >= ONE_MILLION ? round(rss, 1) : null,
+    rss_mb_baseline: round(baseline, 1),
+    // Only meaningful once growth dwarfs garbage-collection noise (tens of MB either way).
+    rss_kb_per_1k_subjects: touched >= 100_000 ? round(((rss - baseline) * 1024 * 1000) / touched, 1) : null,
+    rss_mb_peak: round(rssMb(o.server.pid, "VmHWM"), 1),
+    rss_curve: curve,
+    requests: run.sent,
+    status_other: run.status_other,
+    no_response: run.no_response,
+    duration_s: run.duration_s,
+    rps: run.rps,
+    time_limit_hit: run.time_limit_hit,
+    server_cpu_cores: run.server_cpu_cores,
+    generator_cpu_cores: run.generator_cpu_cores,
+  };
+}

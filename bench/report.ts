@@ -1,0 +1,202 @@
+/** The console table and the results file (`bench/results/<timestamp>.json`). */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { DriveResult } from "./closed-loop";
+import type { MemoryResult } from "./memory";
+import type { OverLimitResult } from "./over-limit";
+import type { MachineInfo, sourceState } from "./proc";
+
+type SourceState = ReturnType<typeof sourceState>;
+
+import type { ProfileSummary } from "./profile";
+import type { SpecRateResult } from "./spec-rate";
+import type { WrkResult } from "./wrk";
+
+export type ClosedLoopResult = WrkResult & { generator: string };
+
+export interface Target {
+  target: string;
+  measured: number | string | boolean | null;
+  met: boolean | null;
+}
+
+export interface BenchResults {
+  timestamp: string;
+  mode: string;
+  store: string;
+  machine: MachineInfo;
+  versions: { bun: string; node: string; wrk: string };
+  /** The project's code at the start (main server) and when the memory server started. */
+  source?: { at_start: SourceState; at_memory_server?: SourceState };
+  config: Record<string, unknown>;
+  setup?: Record<string, unknown>;
+  /** One request per reader of the pools before measuring: each a meter miss (cold subject). */
+  prime?: DriveResult & { generator: string; subjects: number };
+  ceiling?: ClosedLoopResult & { server: string };
+  saturation?: ClosedLoopResult & { ratio_to_ceiling: number | null; keys: number };
+  spec_rate?: SpecRateResult;
+  /** The same open-loop schedule against the bare Bun.serve: what the sender and machine add. */
+  open_loop_floor?: SpecRateResult;
+  over_limit?: OverLimitResult;
+  memory?: MemoryResult;
+  /** The memory scenario's latest sample while it runs (kept when a run is interrupted). */
+  memory_progress?: { subjects_touched: number; rss_mb: number; elapsed_s: number };
+  /** Set when the run was stopped early (signal, time limit); the scenarios present are real. */
+  interrupted?: string;
+  targets?: Record<string, Target>;
+  /**
+   * Machine-wide busy cores during each scenario, the share in interrupts (loopback networking),
+   * and what is left after those, the generator and the server: well above zero means other
+   * processes shared the machine.
+   */
+  contention?: Record<string, { machine_busy_cores: number; interrupt_cores: number; other_cores: number | null }>;
+  /** The decide server under `bun --cpu-prof` (--profile): the saturation and spec-rate windows. */
+  profile?: { saturation?: ProfileSummary; spec_rate?: ProfileSummary; file?: string; error?: string };
+  errors: string[];
+  duration_s?: number;
+}
+
+export function evaluateTargets(r: BenchResults): Record<string, Target> {
+  const t: Record<string, Target> = {};
+  const ratio = r.saturation?.ratio_to_ceiling ?? null;
+  t.saturation_ratio = {
+    target: ">= 0.40 of the Bun.serve ceiling",
+    measured: ratio,
+    met: ratio === null ? null : ratio >= 0.4,
+  };
+  const p99 = r.spec_rate?.p99_ms ?? null;
+  t.spec_rate_p99 = { target: "p99 <= 1 ms at the spec rate", measured: p99, met: p99 === null ? null : p99 <= 1 };
+  const floor = r.open_loop_floor?.p99_ms ?? null;
+  t.open_loop_floor_p99 = {
+    target:
+      "(context) the sender's own p99 against a bare Bun.serve; above 1 ms the spec p99 target cannot be shown here",
+    measured: floor,
+    met: null,
+  };
+  const s429 = r.spec_rate?.status_429 ?? null;
+  t.spec_rate_429 = { target: "zero 429s at the spec rate", measured: s429, met: s429 === null ? null : s429 === 0 };
+  const admitted = r.over_limit?.admitted_per_window ?? null;
+  t.over_limit_exact = {
+    target: "exactly 2,000 admitted per window, every refusal with Retry-After",
+    measured: admitted ? admitted.join(", ") : null,
+    met: r.over_limit ? r.over_limit.exact && r.over_limit.every_refusal_had_retry_after : null,
+  };
+  const m = r.memory;
+  t.memory_rss = {
+    target: "< 300 MB RSS with 1,000,000 meter subjects",
+    measured: m ? `${m.rss_mb} MB at ${m.subjects_touched} subjects` : null,
+    met: m?.rss_mb_at_1m_subjects != null ? m.rss_mb_at_1m_subjects < 300 : null,
+  };
+  return t;
+}
+
+const fmt = (v: number | null | undefined, digits = 2) =>
+  v === null || v === undefined || Number.isNaN(v) ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits });
+
+/** One row per scenario, printed with console.table. */
+export function printTable(r: BenchResults): void {
+  const rows: Record<string, string>[] = [];
+  const cpu = (gen?: number | null, srv?: number | null) => `gen ${fmt(gen)} / srv ${fmt(srv)}`;
+  if (r.prime) {
+    const p = r.prime;
+    rows.push({
+      scenario: `prime (${fmt(p.subjects, 0)} cold subjects)`,
+      generator: "closed-loop",
+      throughput: `${fmt(p.rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": "-",
+      result: `200s ${p.status_200}; other ${p.status_other + p.no_response}`,
+      "cpu cores": cpu(p.generator_cpu_cores, p.server_cpu_cores),
+    });
+  }
+  if (r.ceiling) {
+    const c = r.ceiling;
+    rows.push({
+      scenario: "ceiling (bare Bun.serve)",
+      generator: "wrk",
+      throughput: `${fmt(c.rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": `${fmt(c.p50_ms, 3)} / ${fmt(c.p99_ms, 3)} / ${fmt(c.p999_ms, 3)}`,
+      result: `non-2xx ${c.non_2xx}`,
+      "cpu cores": cpu(c.generator_cpu_cores, c.server_cpu_cores),
+    });
+  }
+  if (r.saturation) {
+    const s = r.saturation;
+    rows.push({
+      scenario: `saturation (${s.keys} keys)`,
+      generator: "wrk",
+      throughput: `${fmt(s.rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": `${fmt(s.p50_ms, 3)} / ${fmt(s.p99_ms, 3)} / ${fmt(s.p999_ms, 3)}`,
+      result: `${fmt(s.ratio_to_ceiling, 3)} of ceiling; non-200 ${fmt(s.non_2xx_share * 100, 3)}%`,
+      "cpu cores": cpu(s.generator_cpu_cores, s.server_cpu_cores),
+    });
+  }
+  if (r.spec_rate) {
+    const s = r.spec_rate;
+    rows.push({
+      scenario: `spec rate (${s.keys} keys x ${s.per_key_per_window}/10 s)`,
+      generator: "open-loop",
+      throughput: `${fmt(s.achieved_rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": `${fmt(s.p50_ms, 3)} / ${fmt(s.p99_ms, 3)} / ${fmt(s.p999_ms, 3)}`,
+      result: `429s ${s.status_429}; other ${s.status_other + s.no_response}; send lag p99 ${fmt(s.send_lag_p99_ms, 3)} ms`,
+      "cpu cores": cpu(s.generator_cpu_cores, s.server_cpu_cores),
+    });
+  }
+  if (r.open_loop_floor) {
+    const s = r.open_loop_floor;
+    rows.push({
+      scenario: `open-loop floor (same schedule, bare Bun.serve)`,
+      generator: "open-loop",
+      throughput: `${fmt(s.achieved_rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": `${fmt(s.p50_ms, 3)} / ${fmt(s.p99_ms, 3)} / ${fmt(s.p999_ms, 3)}`,
+      result: `send lag p99 ${fmt(s.send_lag_p99_ms, 3)} ms; write delay p99 ${fmt(s.write_delay_p99_ms, 3)} ms`,
+      "cpu cores": cpu(s.generator_cpu_cores, s.server_cpu_cores),
+    });
+  }
+  if (r.over_limit) {
+    const o = r.over_limit;
+    rows.push({
+      scenario: `over limit (1 key, ${o.offered_per_window.join("/")} offered)`,
+      generator: "open-loop",
+      throughput: "-",
+      "p50 / p99 / p99.9 ms": "-",
+      result: `admitted ${o.admitted_per_window.join("/")}; Retry-After ${o.refusals_with_retry_after}/${o.refusals}`,
+      "cpu cores": cpu(o.generator_cpu_cores, null),
+    });
+  }
+  if (r.memory) {
+    const m = r.memory;
+    rows.push({
+      scenario: `memory (${fmt(m.subjects_touched, 0)} subjects)`,
+      generator: "closed-loop",
+      throughput: `${fmt(m.rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": "-",
+      result: `RSS ${fmt(m.rss_mb, 1)} MB (baseline ${fmt(m.rss_mb_baseline, 1)}, peak ${fmt(m.rss_mb_peak, 1)})`,
+      "cpu cores": cpu(m.generator_cpu_cores, m.server_cpu_cores),
+    });
+  }
+  console.log(`\nsvc bench (${r.mode}, ${r.store} store) on ${r.machine.cores} cores, ${r.machine.cpu_model}`);
+  console.table(rows);
+  const noisy = Object.entries(r.contention ?? {}).filter(([, c]) => (c.other_cores ?? 0) > 0.25);
+  if (noisy.length > 0) {
+    console.log(
+      `note: other processes used CPU during ${noisy.map(([k, c]) => `${k} (${c.other_cores} cores)`).join(", ")}`,
+    );
+  }
+  if (r.targets) {
+    console.table(
+      Object.fromEntries(
+        Object.entries(r.targets).map(([k, t]) => [
+          k,
+          { target: t.target, measured: String(t.measured), met: t.met === null ? "n/a" : t.met ? "yes" : "NO" },
+        ]),
+      ),
+    );
+  }
+}
+
+export function writeResults(dir: string, r: BenchResults): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${r.timestamp.replace(/[:.]/g, "-")}.json`);
+  writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
+  return file;
+}

@@ -1,0 +1,403 @@
+/**
+ * The load bench: `bun run bench [--quick | --smoke] [--keys N] [--profile]`.
+ *
+ * Starts the decide server as its own process (embedded Postgres, or a fresh database on
+ * DATABASE_URL's server), deploys the bench site and issues keys through the CLI and admin API,
+ * pre-generates signed requests, then runs: saturation and ceiling (wrk), spec rate and over
+ * the limit (the open-loop sender), and memory (a fresh server touching N meter subjects).
+ * Prints a table and writes bench/results/<timestamp>.json.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { driveClosedLoop } from "./closed-loop";
+import { type BenchConfig, parseArgs } from "./config";
+import { buildRequest } from "./http-conn";
+import { CLOSED_LOOP_GENERATOR, runMemory } from "./memory";
+import { runOverLimit } from "./over-limit";
+import {
+  busyCores,
+  cleanupAll,
+  commandOutput,
+  killAllSync,
+  machineInfo,
+  onCleanup,
+  sourceState,
+  systemCpu,
+} from "./proc";
+import { summariseProfile } from "./profile";
+import { type BenchResults, evaluateTargets, printTable, writeResults } from "./report";
+import { closedLoop, startCeilingServer, writeLoadFiles } from "./saturation";
+import { nextWindowStart, WINDOW_MS } from "./schedule";
+import { ROOT, type ServerHandle, startDecideServer } from "./server";
+import { BENCH_SITE } from "./site";
+import { buildSpecRequests, runSpecRate } from "./spec-rate";
+import { round } from "./stats";
+import { buildBodies, buildPrimeBodies, createUsers, issueKeys, setupSite, signArticles } from "./workload";
+import { ensureWrk, wrkVersion } from "./wrk";
+
+const RESULTS_DIR = join(import.meta.dir, "results");
+/** Hard limits for the whole run, per mode (the bench never hangs CI). */
+const TIME_LIMIT_S = { smoke: 90, quick: 240, full: 7_200 } as const;
+
+function log(message: string): void {
+  console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+}
+
+async function timed<T>(label: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  log(`${label}…`);
+  const out = await fn();
+  log(`${label} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return out;
+}
+
+/** Runs a scenario while metering machine-wide CPU; records what the generator and server did not use. */
+async function metered<T extends { generator_cpu_cores?: number; server_cpu_cores?: number | null }>(
+  results: BenchResults,
+  name: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const meter = systemCpu();
+  const out = await fn();
+  const usage = meter.stop();
+  const ours = (out.generator_cpu_cores ?? 0) + (out.server_cpu_cores ?? 0);
+  results.contention ??= {};
+  results.contention[name] = {
+    machine_busy_cores: usage.busy,
+    interrupt_cores: usage.irq,
+    other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - ours), 2),
+  };
+  return out;
+}
+
+/** A sample decide answer, so the ceiling server sends the same bytes decide does. */
+async function captureAnswer(server: ServerHandle, key: string, body: string, file: string): Promise<void> {
+  const res = await fetch(`${server.url}/v1/decide`, {
+    method: "POST",
+    headers: { "x-svc-site-id": BENCH_SITE, "x-api-key": key, "content-type": "application/json" },
+    body,
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`decide answered ${res.status} during setup: ${text}`);
+  writeFileSync(file, text);
+}
+
+async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): Promise<void> {
+  const profileDir = cfg.profile ? mkdtempSync(join(tmpdir(), "svc-bench-profile-")) : undefined;
+  const t0 = performance.now();
+  // Phases in seconds since the server process started (its profile's clock, give or take start-up).
+  const phases: Record<string, [number, number]> = {};
+  const mark = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const a = (performance.now() - t0) / 1000;
+    const out = await fn();
+    phases[name] = [a, (performance.now() - t0) / 1000];
+    return out;
+  };
+  const server = await timed("starting the decide server", () =>
+    startDecideServer({ label: "main", databaseUrl: cfg.databaseUrl, profileDir }),
+  );
+  const startupS = (performance.now() - t0) / 1000;
+  results.store = server.store;
+
+  const optional = await timed("deploying the bench site (CLI)", () => setupSite(server, workDir));
+  const keyCount = cfg.specKeys + 1 + cfg.saturationKeys;
+  const keys = await timed(`issuing ${keyCount} keys`, () => issueKeys(server, keyCount, "bench"));
+  const specKeys = keys.slice(0, cfg.specKeys);
+  const overKey = keys[cfg.specKeys] as string;
+  const satKeys = keys.slice(cfg.specKeys + 1);
+  const users = await timed(`creating ${cfg.users} readers`, () => createUsers(server, cfg.users));
+
+  const gen0 = performance.now();
+  const articles = signArticles(cfg.articles, Date.now());
+  const common = { articles, optional, devices: cfg.devices, users };
+  const primeBodies = buildPrimeBodies({ ...common, count: 0, seed: 10 });
+  const specBodies = buildBodies({ ...common, count: cfg.specKeys * cfg.bodiesPerSpecKey, seed: 11 });
+  const wrkBodies = buildBodies({ ...common, count: cfg.wrkBodies, seed: 12 });
+  const overBodies = buildBodies({ ...common, count: 3_000, seed: 13 });
+  const files = writeLoadFiles(workDir, satKeys, wrkBodies);
+  const specRequests = buildSpecRequests(specKeys, specBodies, cfg.bodiesPerSpecKey);
+  const answerFile = join(workDir, "decide-answer.json");
+  await captureAnswer(server, satKeys[0] as string, wrkBodies[0] as string, answerFile);
+  results.setup = {
+    server_startup_s: round(startupS, 2),
+    features_in_site: optional.length + 2,
+    features_per_request: 5,
+    articles: articles.length,
+    device_pool: cfg.devices,
+    registered_readers: users.length,
+    distinct_bodies: primeBodies.length + specBodies.length + wrkBodies.length + overBodies.length,
+    keys_issued: keys.length,
+    pregeneration_s: round((performance.now() - gen0) / 1000, 2),
+  };
+  log(`pre-generated ${results.setup.distinct_bodies} signed bodies over ${articles.length} articles`);
+
+  // Every reader's meters are loaded once (a cold subject each) before the measured scenarios.
+  const primeRequests = primeBodies.map((b, i) =>
+    buildRequest(
+      "/v1/decide",
+      {
+        "x-svc-site-id": BENCH_SITE,
+        "x-api-key": satKeys[i % satKeys.length] as string,
+        "content-type": "application/json",
+      },
+      b,
+    ),
+  );
+  const prime = await timed(`prime: one request per reader (${primeBodies.length} cold subjects)`, () =>
+    metered(results, "prime", () =>
+      driveClosedLoop({
+        port: server.port,
+        serverPid: server.pid,
+        count: primeRequests.length,
+        requestFor: (n) => primeRequests[n] as Uint8Array,
+        timeLimitS: cfg.primeTimeLimitS,
+      }),
+    ),
+  );
+  results.prime = { generator: CLOSED_LOOP_GENERATOR, subjects: primeBodies.length, ...prime };
+
+  const load = {
+    files,
+    workDir,
+    threads: cfg.wrkThreads,
+    connections: cfg.wrkConnections,
+    warmupS: cfg.warmupS,
+    durationS: cfg.saturationS,
+  };
+  const saturation = await timed(`saturation: wrk ${cfg.saturationS} s over ${satKeys.length} keys`, () =>
+    metered(results, "saturation", () =>
+      closedLoop({ ...load, port: server.port, pid: server.pid }, (run) => mark("saturation", run)),
+    ),
+  );
+  results.saturation = { ...saturation, ratio_to_ceiling: null, keys: satKeys.length };
+
+  const ceilingServer = await startCeilingServer(answerFile);
+  // The open-loop sender's own floor: the spec-rate schedule against the bare server.
+  const runFloor = async () => {
+    results.open_loop_floor = await timed(`open-loop floor: spec-rate schedule against the bare Bun.serve`, () =>
+      metered(results, "open_loop_floor", () =>
+        runSpecRate({
+          server: ceilingServer,
+          keys: specKeys.length,
+          requests: specRequests,
+          bodiesPerKey: cfg.bodiesPerSpecKey,
+          windows: 1,
+          shortSegmentMs: cfg.floorS * 1000,
+        }),
+      ),
+    );
+  };
+  try {
+    // Warm the bare server, measure the sender's floor on it, then the measured ceiling run (its
+    // floor is not taken right after 100k req/s, when the bare server collects its garbage).
+    await closedLoop({ ...load, durationS: 1, warmupS: 0, port: ceilingServer.port, pid: ceilingServer.pid });
+    await runFloor();
+    const ceiling = await timed(`ceiling: the same wrk load against a bare Bun.serve`, () =>
+      metered(results, "ceiling", () =>
+        closedLoop({ ...load, warmupS: 0, port: ceilingServer.port, pid: ceilingServer.pid }),
+      ),
+    );
+    results.ceiling = { ...ceiling, server: "bench/ceiling-server.ts (Bun.serve, fixed JSON body)" };
+    results.saturation.ratio_to_ceiling = round(saturation.rps / ceiling.rps, 3);
+
+    if (cfg.mode === "smoke") {
+      results.spec_rate = await timed("spec rate (short, unaligned)", () =>
+        metered(results, "spec_rate", () =>
+          mark("spec_rate", () =>
+            runSpecRate({
+              server,
+              keys: specKeys.length,
+              requests: specRequests,
+              bodiesPerKey: cfg.bodiesPerSpecKey,
+              windows: 1,
+              shortSegmentMs: 2_000,
+            }),
+          ),
+        ),
+      );
+      results.over_limit = await timed("over limit (one window, 2,200 offered in 1.5 s)", () =>
+        runOverLimit({ server, key: overKey, bodies: overBodies, windows: 1, perWindow: 2_200, squeezeMs: 1_500 }),
+      );
+    } else {
+      // Spec rate from the next window boundary; over-limit takes the windows right after it.
+      const specStart = nextWindowStart(1_500);
+      const overStart = specStart + cfg.specWindows * WINDOW_MS;
+      log(
+        `spec rate: ${cfg.specKeys} keys x 2,000 per window, ${cfg.specWindows} windows from ${new Date(specStart).toISOString()}`,
+      );
+      const over = runOverLimit({
+        server,
+        key: overKey,
+        bodies: overBodies,
+        windows: cfg.overWindows,
+        startEpoch: overStart,
+      });
+      results.spec_rate = await metered(results, "spec_rate", () =>
+        mark("spec_rate", () =>
+          runSpecRate({
+            server,
+            keys: specKeys.length,
+            requests: specRequests,
+            bodiesPerKey: cfg.bodiesPerSpecKey,
+            windows: cfg.specWindows,
+            startEpoch: specStart,
+          }),
+        ),
+      );
+      log(`spec rate done; over limit: 1 key x 3,000 per window, ${cfg.overWindows} windows`);
+      results.over_limit = await over;
+      log("over limit done");
+    }
+  } finally {
+    await ceilingServer.stop();
+  }
+
+  const code = await timed("stopping the decide server", () => server.stop());
+  if (code !== 0) results.errors.push(`decide server exited with ${code} on SIGTERM`);
+  if (profileDir) {
+    try {
+      const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
+      if (!file) throw new Error(`no .cpuprofile in ${profileDir}`);
+      const path = join(profileDir, file);
+      const window = (name: string) => {
+        const p = phases[name];
+        return p ? summariseProfile(path, 20, p[0], p[1]) : undefined;
+      };
+      results.profile = { file: path, saturation: window("saturation"), spec_rate: window("spec_rate") };
+      log(`cpu profile: ${path}`);
+    } catch (error) {
+      results.profile = { error: String(error) };
+    }
+  }
+
+  if (results.source) results.source.at_memory_server = sourceState(ROOT);
+  const memServer = await timed("memory: starting a fresh decide server", async () => {
+    const s = await startDecideServer({ label: "memory", databaseUrl: cfg.databaseUrl });
+    await setupSite(s, workDir);
+    return s;
+  });
+  const memKeys = await issueKeys(memServer, cfg.memoryKeys, "memory");
+  results.memory = await timed(`memory: touching ${cfg.memorySubjects.toLocaleString("en-US")} subjects`, () =>
+    metered(results, "memory", () =>
+      runMemory({
+        server: memServer,
+        keys: memKeys,
+        articles,
+        optional,
+        subjects: cfg.memorySubjects,
+        timeLimitS: cfg.memoryTimeLimitS,
+        onProgress: (progress) => {
+          results.memory_progress = progress;
+        },
+      }),
+    ),
+  );
+  await memServer.stop();
+}
+
+/** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */
+function sanityErrors(r: BenchResults): string[] {
+  const out: string[] = [];
+  if (!r.prime || r.prime.status_200 === 0) out.push("prime: no request answered 200");
+  if (!r.saturation || r.saturation.requests === 0) out.push("saturation: no requests completed");
+  else if (r.saturation.non_2xx === r.saturation.requests) out.push("saturation: no request answered 200");
+  if (!r.ceiling || r.ceiling.requests === 0) out.push("ceiling: no requests completed");
+  if (!r.spec_rate || r.spec_rate.status_200 === 0) out.push("spec rate: no request answered 200");
+  if (!r.over_limit || r.over_limit.admitted_per_window.every((a) => a === 0)) out.push("over limit: nothing admitted");
+  if (!r.memory || r.memory.subjects_touched === 0) out.push("memory: no subject touched");
+  return out;
+}
+
+/** The run in progress, so a signal or the time limit can still write what was measured. */
+let current: { results: BenchResults; started: number } | null = null;
+let finished = false;
+
+/** Stops the children, then prints and writes the results (once), whatever state they are in. */
+async function finish(code: number): Promise<number> {
+  if (finished || !current) return code;
+  finished = true;
+  const { results, started } = current;
+  await cleanupAll();
+  results.targets = evaluateTargets(results);
+  results.duration_s = round((performance.now() - started) / 1000, 1);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  printTable(results);
+  const file = writeResults(RESULTS_DIR, results);
+  for (const phase of ["saturation", "spec_rate"] as const) {
+    const p = results.profile?.[phase];
+    if (!p) continue;
+    console.log(`decide server CPU profile during ${phase}, top self time:`);
+    console.table(p.top.slice(0, 12).map(({ called_from: _c, ...rest }) => rest));
+    console.log(`decide server CPU profile during ${phase}, project functions by inclusive time:`);
+    console.table(p.inclusive.slice(0, 10));
+  }
+  for (const e of results.errors) console.error(`bench error: ${e}`);
+  console.log(`results: ${file} (${results.duration_s} s)`);
+  return code;
+}
+
+/** Ends the run early (signal, time limit): what was measured so far is still written. */
+function abort(reason: string, code: number): void {
+  console.error(`bench: ${reason}; stopping child processes and writing what was measured`);
+  current?.results.errors.push(`interrupted: ${reason}`);
+  if (current) current.results.interrupted = reason;
+  void finish(code).then(() => process.exit(code));
+}
+
+async function main(): Promise<number> {
+  const cfg = parseArgs(process.argv.slice(2), process.env);
+  const started = performance.now();
+  const results: BenchResults = {
+    timestamp: new Date().toISOString(),
+    mode: cfg.mode,
+    store: cfg.databaseUrl ? "postgres" : "embedded",
+    machine: machineInfo(),
+    versions: { bun: Bun.version, node: commandOutput(["node", "--version"]) || "absent", wrk: "" },
+    config: { ...cfg, databaseUrl: cfg.databaseUrl ? "(set)" : undefined },
+    source: { at_start: sourceState(ROOT) },
+    errors: [],
+  };
+  current = { results, started };
+  const workDir = mkdtempSync(join(tmpdir(), "svc-bench-"));
+  onCleanup(() => rmSync(workDir, { recursive: true, force: true }));
+
+  const limit = setTimeout(
+    () => abort(`time limit of ${TIME_LIMIT_S[cfg.mode]} s reached`, 1),
+    TIME_LIMIT_S[cfg.mode] * 1000,
+  );
+  let code = 0;
+  try {
+    results.machine.busy_cores_before_start = await busyCores();
+    if (results.machine.busy_cores_before_start > 0.3) {
+      log(`warning: ${results.machine.busy_cores_before_start} cores already busy before the bench started`);
+    }
+    await ensureWrk();
+    results.versions.wrk = wrkVersion();
+    log(`mode ${cfg.mode}, ${results.store} store, ${results.machine.cores} cores (${results.machine.cpu_model})`);
+    await bench(cfg, results, workDir);
+    const broken = sanityErrors(results);
+    results.errors.push(...broken);
+    if (broken.length > 0) code = 1;
+  } catch (error) {
+    results.errors.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    code = 1;
+  } finally {
+    clearTimeout(limit);
+  }
+  return finish(code);
+}
+
+process.on("exit", killAllSync);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => abort(signal, 130));
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (error) => {
+    console.error(error);
+    await cleanupAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,193 @@
+/**
+ * The decide server as a separate process (`bun src/main.ts`), on embedded Postgres in a fresh
+ * data folder, or on a fresh database of the Postgres server named by DATABASE_URL. Operated
+ * through the CLI and the admin API like any deployment.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { onCleanup, track } from "./proc";
+
+export const ROOT = join(import.meta.dir, "..");
+
+export interface ServerHandle {
+  readonly label: string;
+  readonly pid: number;
+  readonly port: number;
+  readonly url: string;
+  readonly dataDir: string;
+  readonly store: "embedded" | "postgres";
+  readonly env: Record<string, string>;
+  output(): string;
+  /** SIGTERM (the server flushes and exits), SIGKILL after `graceMs`; resolves to the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+export interface StartOptions {
+  label: string;
+  /** A Postgres server: a fresh database is created on it for this process and dropped at exit. */
+  databaseUrl?: string;
+  /** Write a .cpuprofile into this folder when the process exits. */
+  profileDir?: string;
+  startTimeoutMs?: number;
+}
+
+/** Creates a fresh database next to the one in `baseUrl`; the returned drop() removes it. */
+async function createBenchDatabase(
+  baseUrl: string,
+  label: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `svc_bench_${label.replace(/[^a-z0-9]/gi, "_")}_${Date.now()}_${process.pid}`.toLowerCase();
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const sql = postgres(baseUrl, { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(`drop database if exists "${name}" with (force)`);
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    },
+  };
+}
+
+export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
+  const dataDir = mkdtempSync(join(tmpdir(), `svc-bench-${options.label}-`));
+  onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? tmpdir(),
+    PORT: "0",
+    HOST: "127.0.0.1",
+    SVC_DATA_DIR: dataDir,
+    SVC_SEED_DEMO: "0",
+    // "listening" (with the port) is an info line; decide logs nothing per request at info.
+    SVC_LOG_LEVEL: "info",
+    SVC_OPERATOR_TOKEN: randomBytes(24).toString("base64url"),
+  };
+  let store: ServerHandle["store"] = "embedded";
+  if (options.databaseUrl) {
+    const db = await createBenchDatabase(options.databaseUrl, options.label);
+    onCleanup(db.drop);
+    env.DATABASE_URL = db.url;
+    store = "postgres";
+  }
+  const argv = [process.execPath];
+  if (options.profileDir) argv.push("--cpu-prof", `--cpu-prof-dir=${options.profileDir}`);
+  argv.push("src/main.ts");
+  const child = track(Bun.spawn(argv, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" }));
+
+  let out = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      out += decoder.decode(chunk);
+      if (out.length > 65_536) out = out.slice(-32_768);
+    }
+  };
+  void pump(child.stdout);
+  void pump(child.stderr);
+
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  let port = 0;
+  while (Date.now() < deadline) {
+    const match = out.match(/"message":"listening","port":(\d+)/);
+    if (match) {
+      port = Number(match[1]);
+      break;
+    }
+    if (child.exitCode !== null) throw new Error(`server ${options.label} exited early:\n${out}`);
+    await Bun.sleep(25);
+  }
+  if (!port) {
+    child.kill("SIGKILL");
+    throw new Error(`server ${options.label} did not start in time:\n${out}`);
+  }
+  return {
+    label: options.label,
+    pid: child.pid,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    store,
+    env,
+    output: () => out,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill("SIGTERM");
+      const code = await Promise.race([child.exited, Bun.sleep(graceMs).then(() => undefined)]);
+      if (code === undefined) {
+        child.kill("SIGKILL");
+        await child.exited;
+        return null;
+      }
+      return code;
+    },
+  };
+}
+
+/** Runs the operator CLI (`bun src/cli/main.ts <args> --json`) against the server. */
+export async function cli<T>(server: ServerHandle, args: string[]): Promise<T> {
+  const child = track(
+    Bun.spawn([process.execPath, "src/cli/main.ts", ...args, "--json"], {
+      cwd: ROOT,
+      env: {
+        PATH: server.env.PATH ?? "",
+        SVC_URL: server.url,
+        SVC_DATA_DIR: server.dataDir,
+        SVC_OPERATOR_TOKEN: server.env.SVC_OPERATOR_TOKEN ?? "",
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+    }),
+  );
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`svc ${args.join(" ")} failed (${code}): ${stderr.trim() || stdout.trim()}`);
+  return JSON.parse(stdout) as T;
+}
+
+/** One admin API call with the operator token (for bulk work the CLI would do one process at a time). */
+export async function admin<T>(server: ServerHandle, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${server.url}/admin${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${server.env.SVC_OPERATOR_TOKEN}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} /admin${path} answered ${res.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>) {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
