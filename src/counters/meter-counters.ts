@@ -211,15 +211,16 @@ export class MeterCounters implements Flushable {
       const wanted = new KeyArrays();
       for (const key of keys.slice(i, i + chunk)) wanted.push(key);
       const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
-      const counts = rowsOf<KeyColumns & { count: number }>(
-        await this.db.execute(sql`select c.tenant_id, c.site_id, c.meter, c.subject, c.period, c.count
+      // Both reads at once: on a server they run on two pooled connections.
+      const [countRows, itemRows] = await Promise.all([
+        this.db.execute(sql`select c.tenant_id, c.site_id, c.meter, c.subject, c.period, c.count
           from meter_counts c join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
-      );
-      for (const r of counts) found.set(keyOfRow(r), { count: Number(r.count), seen: null });
-      const items = rowsOf<KeyColumns & { item: string }>(
-        await this.db.execute(sql`select s.tenant_id, s.site_id, s.meter, s.subject, s.period, s.item
+        this.db.execute(sql`select s.tenant_id, s.site_id, s.meter, s.subject, s.period, s.item
           from meter_seen s join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
-      );
+      ]);
+      const counts = rowsOf<KeyColumns & { count: number }>(countRows);
+      const items = rowsOf<KeyColumns & { item: string }>(itemRows);
+      for (const r of counts) found.set(keyOfRow(r), { count: Number(r.count), seen: null });
       for (const r of items) {
         const key = keyOfRow(r);
         const state = found.get(key) ?? { count: 0, seen: [] };

@@ -61,6 +61,8 @@ interface HeldMeter {
 }
 
 const KEY_SEP = "\u0001";
+/** Placeholder until a missing meter is read; never ticked or reported. */
+const EMPTY_STATE: MeterState = Object.freeze({ count: 0, seen: null }) as MeterState;
 const prefixCache = new WeakMap<CompiledSite, Map<string, string>>();
 
 /** Counter-key prefixes (tenant, site, meter) of a compiled document, built once per deploy. */
@@ -104,6 +106,7 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
 
   // Meters the named features may read or tick, held in memory before evaluating.
   let held: Map<string, HeldMeter> | null = null;
+  let misses: Promise<void>[] | null = null;
   if (subject !== null) {
     const prefixes = meterPrefixes(site, document);
     for (const name of input.features) {
@@ -116,11 +119,26 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
         if (!meter || prefix === undefined) continue;
         const key = prefix + subject + KEY_SEP + meter.periodKey(now);
         const seenKind = meter.kind === "seen";
-        const state = deps.meters.peek(key) ?? (await deps.meters.read(key, seenKind));
+        const entry: HeldMeter = {
+          key,
+          state: deps.meters.peek(key) ?? EMPTY_STATE,
+          seenKind,
+          allowance: meter.allowance,
+          read: null,
+        };
+        if (entry.state === EMPTY_STATE) {
+          // Not held: all of this request's misses are read together (one batched round trip).
+          const loading = deps.meters.read(key, seenKind).then((state) => {
+            entry.state = state;
+          });
+          if (misses === null) misses = [loading];
+          else misses.push(loading);
+        }
         if (held === null) held = new Map();
-        held.set(meterName, { key, state, seenKind, allowance: meter.allowance, read: null });
+        held.set(meterName, entry);
       }
     }
+    if (misses !== null) await Promise.all(misses);
   }
   // Reads are snapshotted after the last await: values before this request's own ticks.
   if (held !== null) {
