@@ -7,13 +7,13 @@
  * response, so a stalled server cannot hide its queue (no coordinated omission). The sender's own
  * lateness is recorded separately (`send lag`).
  */
-import { HttpConnection } from "./http-conn";
+import { HttpConnection, type RequestPool } from "./http-conn";
 import { selfCpu } from "./proc";
 
 export interface OpenLoopPlan {
   port: number;
-  /** Pre-built requests (bytes); the schedule refers to them by index. */
-  requests: readonly Uint8Array[];
+  /** Pre-built requests; the schedule refers to them by index. */
+  requests: RequestPool;
   /** Intended send times, epoch milliseconds (fractional), ascending. */
   sendAtEpoch: Float64Array;
   /** Request index of each send. */
@@ -102,7 +102,7 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopResult> {
 
   const write = (conn: HttpConnection, i: number) => {
     const t = performance.now();
-    if (conn.send(plan.requests[plan.requestOf[i] as number] as Uint8Array, i)) {
+    if (conn.send(plan.requests.get(plan.requestOf[i] as number), i)) {
       writeDelayMs[i] = t - (at[i] as number);
       sentEpoch[i] = t + offset;
       sent++;
@@ -143,7 +143,9 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopResult> {
     while (conn?.closed) conn = idle.pop();
     if (conn && write(conn, i)) return;
     backlog[backlogTail++] = i;
-    if (conns.length + opening < maxConnections) {
+    // Grow gently: a connect costs the sender about a millisecond, so opening one per waiting
+    // request during a short stall would turn that stall into a long one.
+    if (opening < 2 && nextIndex < maxConnections) {
       void open().then(
         (c) => release(c),
         () => {},

@@ -3,7 +3,7 @@
  * spaced, open loop) for three windows. Each window must admit exactly 2,000 and refuse the
  * rest with 429 and Retry-After.
  */
-import { buildRequest } from "./http-conn";
+import { buildRequest, RequestPool } from "./http-conn";
 import { runOpenLoop } from "./open-loop";
 import { buildSchedule, nextWindowStart, WINDOW_MS } from "./schedule";
 import type { ServerHandle } from "./server";
@@ -45,7 +45,10 @@ const LIMIT = 2_000;
 export async function runOverLimit(o: OverLimitOptions): Promise<OverLimitResult> {
   const perWindow = o.perWindow ?? 3_000;
   const headers = { "x-svc-site-id": BENCH_SITE, "x-api-key": o.key, "content-type": "application/json" };
-  const requests = o.bodies.map((b) => buildRequest("/v1/decide", headers, b));
+  const requests = RequestPool.from(
+    o.bodies.map((b) => buildRequest("/v1/decide", headers, b)),
+    o.bodies.length,
+  );
   let startEpoch = o.startEpoch ?? nextWindowStart(1_000);
   let segmentMs = WINDOW_MS;
   if (o.squeezeMs !== undefined) {
@@ -61,7 +64,7 @@ export async function runOverLimit(o: OverLimitOptions): Promise<OverLimitResult
     segments: o.windows,
     segmentMs,
     startEpoch,
-    requestsPerKey: requests.length,
+    requestsPerKey: requests.size,
   });
   const r = await runOpenLoop({ port: o.server.port, requests, ...schedule, connections: 4 });
 

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driveClosedLoop } from "./closed-loop";
 import { type BenchConfig, parseArgs } from "./config";
-import { buildRequest } from "./http-conn";
+import { buildRequest, RequestPool } from "./http-conn";
 import { CLOSED_LOOP_GENERATOR, runMemory } from "./memory";
 import { runOverLimit } from "./over-limit";
 import {
@@ -83,6 +83,50 @@ async function captureAnswer(server: ServerHandle, key: string, body: string, fi
   writeFileSync(file, text);
 }
 
+/**
+ * Signs the articles and builds every body and request before anything is measured. The body
+ * strings stay inside this function: only files, one-buffer request pools and what later steps
+ * need leave it, so the sender's heap stays small during the open-loop runs.
+ */
+function pregenerate(
+  cfg: BenchConfig,
+  keys: { specKeys: readonly string[]; satKeys: readonly string[] },
+  optional: readonly string[],
+  users: readonly string[],
+  workDir: string,
+) {
+  const articles = signArticles(cfg.articles, Date.now());
+  const common = { articles, optional, devices: cfg.devices, users };
+  const primeBodies = buildPrimeBodies({ ...common, count: 0, seed: 10 });
+  const specBodies = buildBodies({ ...common, count: cfg.specKeys * cfg.bodiesPerSpecKey, seed: 11 });
+  const wrkBodies = buildBodies({ ...common, count: cfg.wrkBodies, seed: 12 });
+  const overBodies = buildBodies({ ...common, count: 3_000, seed: 13 });
+  const satKeys = keys.satKeys;
+  const primeRequests = RequestPool.from(
+    primeBodies.map((b, i) =>
+      buildRequest(
+        "/v1/decide",
+        {
+          "x-svc-site-id": BENCH_SITE,
+          "x-api-key": satKeys[i % satKeys.length] as string,
+          "content-type": "application/json",
+        },
+        b,
+      ),
+    ),
+    primeBodies.length,
+  );
+  return {
+    articles,
+    files: writeLoadFiles(workDir, satKeys, wrkBodies),
+    specRequests: buildSpecRequests(keys.specKeys, specBodies, cfg.bodiesPerSpecKey),
+    primeRequests,
+    overBodies,
+    sampleBody: wrkBodies[0] as string,
+    distinctBodies: primeBodies.length + specBodies.length + wrkBodies.length + overBodies.length,
+  };
+}
+
 async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): Promise<void> {
   const profileDir = cfg.profile ? mkdtempSync(join(tmpdir(), "svc-bench-profile-")) : undefined;
   const t0 = performance.now();
@@ -109,16 +153,10 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
   const users = await timed(`creating ${cfg.users} readers`, () => createUsers(server, cfg.users));
 
   const gen0 = performance.now();
-  const articles = signArticles(cfg.articles, Date.now());
-  const common = { articles, optional, devices: cfg.devices, users };
-  const primeBodies = buildPrimeBodies({ ...common, count: 0, seed: 10 });
-  const specBodies = buildBodies({ ...common, count: cfg.specKeys * cfg.bodiesPerSpecKey, seed: 11 });
-  const wrkBodies = buildBodies({ ...common, count: cfg.wrkBodies, seed: 12 });
-  const overBodies = buildBodies({ ...common, count: 3_000, seed: 13 });
-  const files = writeLoadFiles(workDir, satKeys, wrkBodies);
-  const specRequests = buildSpecRequests(specKeys, specBodies, cfg.bodiesPerSpecKey);
+  const pre = pregenerate(cfg, { specKeys, satKeys }, optional, users, workDir);
+  const { articles, files, specRequests, overBodies } = pre;
   const answerFile = join(workDir, "decide-answer.json");
-  await captureAnswer(server, satKeys[0] as string, wrkBodies[0] as string, answerFile);
+  await captureAnswer(server, satKeys[0] as string, pre.sampleBody, answerFile);
   results.setup = {
     server_startup_s: round(startupS, 2),
     features_in_site: optional.length + 2,
@@ -126,36 +164,26 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     articles: articles.length,
     device_pool: cfg.devices,
     registered_readers: users.length,
-    distinct_bodies: primeBodies.length + specBodies.length + wrkBodies.length + overBodies.length,
+    distinct_bodies: pre.distinctBodies,
     keys_issued: keys.length,
     pregeneration_s: round((performance.now() - gen0) / 1000, 2),
   };
-  log(`pre-generated ${results.setup.distinct_bodies} signed bodies over ${articles.length} articles`);
+  log(`pre-generated ${pre.distinctBodies} signed bodies over ${articles.length} articles`);
 
   // Every reader's meters are loaded once (a cold subject each) before the measured scenarios.
-  const primeRequests = primeBodies.map((b, i) =>
-    buildRequest(
-      "/v1/decide",
-      {
-        "x-svc-site-id": BENCH_SITE,
-        "x-api-key": satKeys[i % satKeys.length] as string,
-        "content-type": "application/json",
-      },
-      b,
-    ),
-  );
-  const prime = await timed(`prime: one request per reader (${primeBodies.length} cold subjects)`, () =>
+  const primeRequests = pre.primeRequests;
+  const prime = await timed(`prime: one request per reader (${primeRequests.size} cold subjects)`, () =>
     metered(results, "prime", () =>
       driveClosedLoop({
         port: server.port,
         serverPid: server.pid,
-        count: primeRequests.length,
-        requestFor: (n) => primeRequests[n] as Uint8Array,
+        count: primeRequests.size,
+        requestFor: (n) => primeRequests.get(n),
         timeLimitS: cfg.primeTimeLimitS,
       }),
     ),
   );
-  results.prime = { generator: CLOSED_LOOP_GENERATOR, subjects: primeBodies.length, ...prime };
+  results.prime = { generator: CLOSED_LOOP_GENERATOR, subjects: primeRequests.size, ...prime };
 
   const load = {
     files,
@@ -311,30 +339,35 @@ function sanityErrors(r: BenchResults): string[] {
 
 /** The run in progress, so a signal or the time limit can still write what was measured. */
 let current: { results: BenchResults; started: number } | null = null;
-let finished = false;
+let finishing: Promise<number> | null = null;
 
-/** Stops the children, then prints and writes the results (once), whatever state they are in. */
-async function finish(code: number): Promise<number> {
-  if (finished || !current) return code;
-  finished = true;
-  const { results, started } = current;
-  await cleanupAll();
-  results.targets = evaluateTargets(results);
-  results.duration_s = round((performance.now() - started) / 1000, 1);
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  printTable(results);
-  const file = writeResults(RESULTS_DIR, results);
-  for (const phase of ["saturation", "spec_rate"] as const) {
-    const p = results.profile?.[phase];
-    if (!p) continue;
-    console.log(`decide server CPU profile during ${phase}, top self time:`);
-    console.table(p.top.slice(0, 12).map(({ called_from: _c, ...rest }) => rest));
-    console.log(`decide server CPU profile during ${phase}, project functions by inclusive time:`);
-    console.table(p.inclusive.slice(0, 10));
-  }
-  for (const e of results.errors) console.error(`bench error: ${e}`);
-  console.log(`results: ${file} (${results.duration_s} s)`);
-  return code;
+/**
+ * Stops the children, then prints and writes the results, whatever state they are in. Runs once:
+ * a signal and the normal end share one promise, so the process never exits before the write.
+ */
+function finish(code: number): Promise<number> {
+  finishing ??= (async () => {
+    if (!current) return code;
+    const { results, started } = current;
+    await cleanupAll();
+    results.targets = evaluateTargets(results);
+    results.duration_s = round((performance.now() - started) / 1000, 1);
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    printTable(results);
+    const file = writeResults(RESULTS_DIR, results);
+    for (const phase of ["saturation", "spec_rate"] as const) {
+      const p = results.profile?.[phase];
+      if (!p) continue;
+      console.log(`decide server CPU profile during ${phase}, top self time:`);
+      console.table(p.top.slice(0, 12).map(({ called_from: _c, ...rest }) => rest));
+      console.log(`decide server CPU profile during ${phase}, project functions by inclusive time:`);
+      console.table(p.inclusive.slice(0, 10));
+    }
+    for (const e of results.errors) console.error(`bench error: ${e}`);
+    console.log(`results: ${file} (${results.duration_s} s)`);
+    return code;
+  })();
+  return finishing;
 }
 
 /** Ends the run early (signal, time limit): what was measured so far is still written. */
@@ -342,7 +375,7 @@ function abort(reason: string, code: number): void {
   console.error(`bench: ${reason}; stopping child processes and writing what was measured`);
   current?.results.errors.push(`interrupted: ${reason}`);
   if (current) current.results.interrupted = reason;
-  void finish(code).then(() => process.exit(code));
+  void finish(code).then((c) => process.exit(c));
 }
 
 async function main(): Promise<number> {

@@ -2,7 +2,7 @@
  * Spec rate: K keys, each driven open loop at exactly 2,000 requests per aligned 10-second
  * window (5,000 req/s with 25 keys), latency measured from the intended send time.
  */
-import { buildRequest } from "./http-conn";
+import { buildRequest, RequestPool } from "./http-conn";
 import { answeredLatencies, runOpenLoop } from "./open-loop";
 import { procCpu } from "./proc";
 import { buildSchedule, nextWindowStart, WINDOW_MS } from "./schedule";
@@ -54,6 +54,8 @@ export interface SpecRateResult {
    * piles them into one or two bins; a flat spread means no periodic cause.
    */
   slow_by_flush_phase: number[];
+  /** Latency per segment (aligned 10 s window), to show whether the tail grows as the run goes on. */
+  by_window: { p50_ms: number; p99_ms: number; max_ms: number }[];
 }
 
 /** Key k's requests are [k * bodiesPerKey, (k + 1) * bodiesPerKey): each key sends its own bodies. */
@@ -61,19 +63,20 @@ export function buildSpecRequests(
   keys: readonly string[],
   bodies: readonly string[],
   bodiesPerKey: number,
-): Uint8Array[] {
-  const requests: Uint8Array[] = [];
-  for (let key = 0; key < keys.length; key++) {
-    const headers = {
-      "x-svc-site-id": BENCH_SITE,
-      "x-api-key": keys[key] as string,
-      "content-type": "application/json",
-    };
-    for (let b = 0; b < bodiesPerKey; b++) {
-      requests.push(buildRequest("/v1/decide", headers, bodies[key * bodiesPerKey + b] as string));
+): RequestPool {
+  function* requests() {
+    for (let key = 0; key < keys.length; key++) {
+      const headers = {
+        "x-svc-site-id": BENCH_SITE,
+        "x-api-key": keys[key] as string,
+        "content-type": "application/json",
+      };
+      for (let b = 0; b < bodiesPerKey; b++) {
+        yield buildRequest("/v1/decide", headers, bodies[key * bodiesPerKey + b] as string);
+      }
     }
   }
-  return requests;
+  return RequestPool.from(requests(), keys.length * bodiesPerKey);
 }
 
 export interface SpecRateOptions {
@@ -81,7 +84,7 @@ export interface SpecRateOptions {
   server: Pick<ServerHandle, "port" | "pid">;
   keys: number;
   /** From buildSpecRequests. */
-  requests: readonly Uint8Array[];
+  requests: RequestPool;
   bodiesPerKey: number;
   windows: number;
   /** Smoke: one short unaligned segment of this many ms at the same per-key rate. */
@@ -146,6 +149,10 @@ export async function runSpecRate(o: SpecRateOptions): Promise<SpecRateResult> {
     phase[bin] = (phase[bin] as number) + 1;
   }
   const lat = summarise(answeredLatencies(r));
+  const byWindow = Array.from({ length: segments }, (_, w) => {
+    const l = summarise(answeredLatencies(r, (i) => schedule.segmentOf[i] === w));
+    return { p50_ms: l.p50_ms, p99_ms: l.p99_ms, max_ms: l.max_ms };
+  });
   const lag = summarise(r.sendLagMs.filter((v) => !Number.isNaN(v)));
   const writeDelay = summarise(r.writeDelayMs.filter((v) => !Number.isNaN(v)));
   const plannedS = (segments * segmentMs) / 1000;
@@ -181,5 +188,6 @@ export async function runSpecRate(o: SpecRateOptions): Promise<SpecRateResult> {
     server_cpu_cores: round(serverCpu.cores, 2),
     connection_errors: r.connectionErrors,
     slow_by_flush_phase: phase,
+    by_window: byWindow,
   };
 }
