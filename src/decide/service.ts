@@ -202,13 +202,25 @@ export async function decide(deps: DecideDeps, req: DecideRequest): Promise<Deci
   }
 
   const response: DecideResponse = {
-    decisions: withoutJourneyUrls(result.decisions),
+    decisions: hasJourneys(req.document) ? withoutJourneyUrls(result.decisions) : result.decisions,
     unanswered: result.unanswered,
     preview: req.preview,
     exposures,
   };
   if (req.accessMissing) response.accessMissing = true;
   return response;
+}
+
+const journeyCache = new WeakMap<CompiledSite, boolean>();
+
+/** Whether a compiled document has journey features at all (known once per deploy). */
+function hasJourneys(document: CompiledSite): boolean {
+  let known = journeyCache.get(document);
+  if (known === undefined) {
+    known = [...document.features.values()].some((f) => f.purpose === "journey");
+    journeyCache.set(document, known);
+  }
+  return known;
 }
 
 /** Decide answers carry outcome, type, fields and meters; destinations belong to forward. */

@@ -108,6 +108,11 @@ describe("browser decide and forward mounts, with the access cookie", () => {
     expect(body.accessMissing).toBeUndefined();
   });
 
+  it("answers a journey feature in decide without its destination (that belongs to forward)", async () => {
+    const body = await (await decide({ features: ["subscribe"], deviceId: "browser-journey" })).json();
+    expect(body.decisions.subscribe).toEqual({ outcome: "checkout" });
+  });
+
   it("refuses an asserted userId with 403", async () => {
     const res = await decide({ features: ["paywall"], userId: "11111111-1111-4111-8111-111111111111" });
     expect(res.status).toBe(403);
