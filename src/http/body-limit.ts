@@ -26,22 +26,37 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
   return Buffer.concat(chunks).toString("utf8");
 }
 
+const notJson = () => new AppError("bad_request", "The request body is not valid JSON.");
+
+/**
+ * A JSON request body: undefined when empty, 400 when malformed, 413 when a body without a
+ * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`.
+ */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const length = request.headers.get("content-length");
+  if (length === "0" || request.body === null) return undefined;
+  let text: string;
+  try {
+    text = length !== null ? await request.text() : await readCapped(request.body, maxBytes);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw notJson();
+  }
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw notJson();
+  }
+}
+
 /**
  * Strict JSON bodies for every route: a malformed body is a 400 (never silently read as a
  * string), and a chunked body over the limit is a 413 in the envelope.
  */
 export function jsonBody(maxBytes: number) {
-  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request, contentType }) => {
+  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, ({ request, contentType }) => {
     if (!contentType?.startsWith("application/json")) return;
-    const length = request.headers.get("content-length");
-    if (length === "0") return undefined;
-    try {
-      if (length !== null || request.body === null) return await request.json();
-      const text = await readCapped(request.body, maxBytes);
-      return text === "" ? undefined : JSON.parse(text);
-    } catch (error) {
-      if (error instanceof AppError) throw error;
-      throw new AppError("bad_request", "The request body is not valid JSON.");
-    }
+    return readJsonBody(request, maxBytes);
   });
 }

@@ -2,16 +2,16 @@ import { Elysia } from "elysia";
 import type { Logger } from "../logger";
 import { AppError, errorBody, statusOf } from "./errors";
 
-interface ValueIssue {
+export interface ValueIssue {
   path: string;
   message: string;
 }
 
-function validationDetails(error: unknown): ValueIssue[] {
-  const all = (error as { all?: { path?: string; message?: string }[] }).all ?? [];
+/** Failing paths and messages of a schema check (TypeBox errors), each once. */
+export function validationDetails(errors: Iterable<{ path?: string; message?: string }>): ValueIssue[] {
   const seen = new Set<string>();
   const issues: ValueIssue[] = [];
-  for (const e of all) {
+  for (const e of errors) {
     const issue = { path: e.path || "/", message: e.message ?? "is invalid" };
     const id = `${issue.path}\u0000${issue.message}`;
     if (seen.has(id)) continue;
@@ -21,8 +21,35 @@ function validationDetails(error: unknown): ValueIssue[] {
   return issues;
 }
 
+/** The 422 of a body that failed its schema, with the failing paths in details. */
+export const validationError = (errors: Iterable<{ path?: string; message?: string }>) =>
+  new AppError("validation_failed", "The request failed validation.", validationDetails(errors));
+
 const json = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+/** An AppError as its envelope response. */
+export function appErrorResponse(error: AppError): Response {
+  return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
+}
+
+/** An unexpected failure: logged with a request id, answered 500 without internals. */
+export function unexpectedErrorResponse(logger: Logger, request: Request, error: unknown): Response {
+  const requestId = crypto.randomUUID();
+  logger.error("unexpected error", {
+    requestId,
+    method: request.method,
+    path: new URL(request.url).pathname,
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    stack: error instanceof Error ? error.stack : undefined,
+  });
+  return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
+}
+
+/** Any failure of a route handled outside Elysia (the native decide route) as the envelope. */
+export function errorResponseOf(logger: Logger, request: Request, error: unknown): Response {
+  return error instanceof AppError ? appErrorResponse(error) : unexpectedErrorResponse(logger, request, error);
+}
 
 /**
  * The one place a failure becomes the envelope `{ error: { code, message, details? } }`.
@@ -32,15 +59,11 @@ export function errorEnvelope(logger: Logger) {
   return new Elysia({ name: "error-envelope" }).onError({ as: "global" }, ({ code, error, request }) => {
     // Elysia wraps what a body parser throws in its PARSE error: unwrap ours.
     const cause = (error as { cause?: unknown }).cause;
-    if (code === "PARSE" && cause instanceof AppError) {
-      return json(statusOf(cause), errorBody(cause.code, cause.message, cause.details), cause.headers);
-    }
-    if (error instanceof AppError) {
-      return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
-    }
+    if (code === "PARSE" && cause instanceof AppError) return appErrorResponse(cause);
+    if (error instanceof AppError) return appErrorResponse(error);
     switch (code) {
       case "VALIDATION":
-        return json(422, errorBody("validation_failed", "The request failed validation.", validationDetails(error)));
+        return appErrorResponse(validationError((error as { all?: { path?: string; message?: string }[] }).all ?? []));
       case "PARSE":
         return json(400, errorBody("bad_request", "The request body is not valid JSON."));
       case "NOT_FOUND":
@@ -50,15 +73,7 @@ export function errorEnvelope(logger: Logger) {
       default: {
         const status = (error as { status?: unknown }).status;
         if (status === 413) return json(413, errorBody("payload_too_large", "The request body is too large."));
-        const requestId = crypto.randomUUID();
-        logger.error("unexpected error", {
-          requestId,
-          method: request.method,
-          path: new URL(request.url).pathname,
-          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-          stack: error instanceof Error ? error.stack : undefined,
-        });
-        return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
+        return unexpectedErrorResponse(logger, request, error);
       }
     }
   });

@@ -42,12 +42,13 @@ export interface KeyGuardOptions {
  * Authenticates a key-only request, in the spec's order: site header (400), key present
  * (401 Missing), key active (401 Invalid), key pinned to the selected site (403), site
  * served (404), permission (403). Counts the request against the key when it passes.
+ * Synchronous (no promise at all) when the key is held in memory, as on the hot path.
  */
-export async function authenticateKeyed(
+export function authenticateKeyed(
   deps: KeyGuardDeps,
   request: Request,
   options: KeyGuardOptions = {},
-): Promise<KeyedRequest> {
+): KeyedRequest | Promise<KeyedRequest> {
   const headers = request.headers;
   const siteId = readSiteId(headers);
   const value = presentedKey(headers);
@@ -55,7 +56,18 @@ export async function authenticateKeyed(
   if (value === "") throw invalidKey();
   const now = deps.now();
   const found = deps.keys.authenticate(value, now);
-  const apiKey = found instanceof Promise ? await found : found;
+  if (found instanceof Promise) return found.then((apiKey) => admit(deps, request, siteId, apiKey, now, options));
+  return admit(deps, request, siteId, found, now, options);
+}
+
+function admit(
+  deps: KeyGuardDeps,
+  request: Request,
+  siteId: string,
+  apiKey: ApiKey | null,
+  now: number,
+  options: KeyGuardOptions,
+): KeyedRequest {
   const tenantId = tenantOf(deps.registry, request);
   if (!apiKey || apiKey.tenantId !== tenantId) throw invalidKey();
   // Upstream pushes take a key of any of the tenant's sites; the tenant check above holds.

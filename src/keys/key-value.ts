@@ -16,7 +16,7 @@ export function generateKeyValue(): string {
 
 /** SHA-256 hex of a secret: what the store keeps instead of the value. */
 export function hashSecret(value: string): string {
-  return new Bun.CryptoHasher("sha256").update(value).digest("hex");
+  return Bun.SHA256.hash(value, "hex");
 }
 
 /** What listings show of a key: `svc_` plus six characters. */
