@@ -4,23 +4,38 @@ import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
 
-/** In-memory value of one meter for one subject and period. */
-export interface MeterState {
-  count: number;
-  /** Article ids already counted (seen meters only). */
-  seen: string[] | null;
-}
+/**
+ * A seen meter's members for one subject: one article id (the common case, no array), or an
+ * array of them. The count of a seen meter is its number of members.
+ */
+export type SeenValue = string | readonly string[];
 
-interface Pending {
-  delta: number;
+/** A held value: a count meter's count, or a seen meter's members. */
+export type MeterValue = number | SeenValue;
+
+const NO_ITEMS: readonly string[] = Object.freeze([]);
+
+/** What a loaded row gives: the stored count and, for seen meters, the stored members. */
+interface Loaded {
+  count: number;
   items: string[] | null;
 }
 
 const SEP = "\u0001";
 
-/** The counter key of (tenant, site, meter, subject, period). */
+/** The counter key of (tenant, site, meter, subject, period): the loader's and the filter's key. */
 export function meterKey(tenant: string, site: string, meter: string, subject: string, period: string): string {
   return tenant + SEP + site + SEP + meter + SEP + subject + SEP + period;
+}
+
+/** Count of a held value. */
+export function countOf(value: MeterValue): number {
+  return typeof value === "number" ? value : typeof value === "string" ? 1 : value.length;
+}
+
+/** Whether a held seen value holds `item`. */
+export function holds(value: MeterValue, item: string): boolean {
+  return typeof value === "string" ? value === item : typeof value === "number" ? false : value.includes(item);
 }
 
 /**
@@ -29,6 +44,8 @@ export function meterKey(tenant: string, site: string, meter: string, subject: s
  */
 const SERVER_CHUNK = 5000;
 const EMBEDDED_CHUNK = 500;
+/** Distinct article ids kept as one shared string each (past this, ids are stored as given). */
+const MAX_INTERNED = 200_000;
 
 interface KeyColumns {
   tenant_id: string;
@@ -40,6 +57,72 @@ interface KeyColumns {
 
 const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
 
+/**
+ * The values of one (tenant, site, meter, period), keyed by subject. Subjects are the map keys
+ * (the same string object across a subject's meters), counts are plain numbers and seen members
+ * are shared article-id strings, so a held subject costs a map entry per meter and little else.
+ */
+export class MeterTable {
+  readonly values = new Map<string, MeterValue>();
+  /** Unflushed: a count meter's delta, or a seen meter's new members. */
+  dirty = new Map<string, number | string[]>();
+
+  constructor(
+    private readonly owner: MeterCounters,
+    readonly tenant: string,
+    readonly site: string,
+    readonly meter: string,
+    readonly period: string,
+    readonly seenKind: boolean,
+  ) {}
+
+  /** The held value, or undefined when it must be read first (no I/O). */
+  peek(subject: string): MeterValue | undefined {
+    return this.values.get(subject);
+  }
+
+  /** Reads a subject's value into memory (batched with every other miss of this tick). */
+  async load(subject: string): Promise<void> {
+    if (this.values.has(subject)) return;
+    const loaded = await this.owner.loadEntry(meterKey(this.tenant, this.site, this.meter, subject, this.period));
+    // Another request may have installed it while we waited.
+    if (this.values.has(subject)) return;
+    this.owner.install(this, subject, this.fromLoaded(loaded));
+  }
+
+  /** Counts one call on a count meter. The subject must have been loaded first. */
+  tickCount(subject: string): void {
+    const value = this.values.get(subject);
+    this.values.set(subject, (typeof value === "number" ? value : 0) + 1);
+    const pending = this.dirty.get(subject);
+    this.dirty.set(subject, (typeof pending === "number" ? pending : 0) + 1);
+    this.owner.markDirty(this);
+  }
+
+  /** Counts an article once on a seen meter; returns false when it was already counted. */
+  tickSeen(subject: string, articleId: string): boolean {
+    const value = this.values.get(subject) ?? NO_ITEMS;
+    if (holds(value, articleId)) return false;
+    const item = this.owner.intern(articleId);
+    if (typeof value === "string") this.values.set(subject, [value, item]);
+    else if (typeof value === "number" || value.length === 0) this.values.set(subject, item);
+    else (value as string[]).push(item);
+    const pending = this.dirty.get(subject);
+    if (Array.isArray(pending)) pending.push(item);
+    else this.dirty.set(subject, [item]);
+    this.owner.markDirty(this);
+    return true;
+  }
+
+  private fromLoaded(loaded: Loaded): MeterValue {
+    if (!this.seenKind) return loaded.count;
+    const items = loaded.items;
+    if (items === null || items.length === 0) return NO_ITEMS;
+    if (items.length === 1) return this.owner.intern(items[0] as string);
+    return items.map((i) => this.owner.intern(i));
+  }
+}
+
 /** Counter keys split into the five key columns, passed to Postgres as five text arrays. */
 class KeyArrays {
   readonly tenants: string[] = [];
@@ -48,7 +131,15 @@ class KeyArrays {
   readonly subjects: string[] = [];
   readonly periods: string[] = [];
 
-  push(key: string): void {
+  push(table: MeterTable, subject: string): void {
+    this.tenants.push(table.tenant);
+    this.sites.push(table.site);
+    this.meters.push(table.meter);
+    this.subjects.push(subject);
+    this.periods.push(table.period);
+  }
+
+  pushKey(key: string): void {
     const [t, s, m, subj, per] = key.split(SEP) as [string, string, string, string, string];
     this.tenants.push(t);
     this.sites.push(s);
@@ -57,22 +148,35 @@ class KeyArrays {
     this.periods.push(per);
   }
 
+  get length(): number {
+    return this.subjects.length;
+  }
+
   params() {
     const p = (values: string[]) => sql`${sql.param(values)}::text[]`;
     return sql.join([p(this.tenants), p(this.sites), p(this.meters), p(this.subjects), p(this.periods)], sql`, `);
   }
 }
 
+/** One flush's worth of a table: the dirty map it took, to merge back if the write fails. */
+interface Taken {
+  table: MeterTable;
+  dirty: Map<string, number | string[]>;
+}
+
 /**
- * Meter values held in memory, loaded from Postgres on a miss (batched, single-flight) and
- * flushed as deltas (`count = count + delta`, seen members inserted once). Clean entries are
- * evicted oldest-first past `maxEntries`; an evicted entry is read back from Postgres.
+ * Meter values held in memory in per-(tenant, site, meter, period) tables, loaded from
+ * Postgres on a miss (batched, single-flight) and flushed as deltas (`count = count + delta`,
+ * seen members inserted once). Clean entries are evicted oldest-first past `maxEntries`; an
+ * evicted entry is read back from Postgres.
  */
 export class MeterCounters implements Flushable {
   readonly name = "meters";
-  private readonly values = new Map<string, MeterState>();
-  private dirty = new Map<string, Pending>();
-  private readonly loader: BatchLoader<MeterState>;
+  private readonly tables = new Map<string, MeterTable>();
+  private dirtyTables = new Set<MeterTable>();
+  private readonly interned = new Map<string, string>();
+  private entries = 0;
+  private readonly loader: BatchLoader<Loaded>;
 
   private readonly maxEntries: number;
   private readonly chunk: number;
@@ -83,12 +187,12 @@ export class MeterCounters implements Flushable {
     private readonly db: Db,
     options: { maxEntries?: number; exclusiveWriter?: boolean } = {},
   ) {
-    this.maxEntries = options.maxEntries ?? 2_000_000;
+    this.maxEntries = options.maxEntries ?? 4_000_000;
     this.chunk = options.exclusiveWriter ? EMBEDDED_CHUNK : SERVER_CHUNK;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
       (keys) => this.loadMany(keys),
-      () => ({ count: 0, seen: null }),
+      () => ({ count: 0, items: null }),
     );
   }
 
@@ -104,112 +208,131 @@ export class MeterCounters implements Flushable {
     for (const r of rows) this.present.add(keyOfRow(r));
   }
 
-  get size(): number {
-    return this.values.size;
-  }
-
-  /** The state if held in memory (no I/O). */
-  peek(key: string): MeterState | undefined {
-    return this.values.get(key);
-  }
-
-  /** The state, loading it from Postgres on a miss. */
-  async read(key: string, seenMeter: boolean): Promise<MeterState> {
-    const held = this.values.get(key);
-    if (held) return held;
-    const loaded =
-      this.present && !this.present.mightContain(key) ? { count: 0, seen: null } : await this.loader.load(key);
-    // Another request may have installed it while we waited.
-    const again = this.values.get(key);
-    if (again) return again;
-    const state: MeterState = { count: loaded.count, seen: seenMeter ? (loaded.seen ?? []) : null };
-    this.values.set(key, state);
-    if (this.values.size > this.maxEntries) this.evict();
-    return state;
-  }
-
-  /** Counts one call on a count meter. The state must have been read first. */
-  tickCount(key: string, state: MeterState): void {
-    state.count += 1;
-    const pending = this.dirty.get(key);
-    if (pending) pending.delta += 1;
-    else this.dirty.set(key, { delta: 1, items: null });
-  }
-
-  /** Counts an article once on a seen meter; returns false when it was already counted. */
-  tickSeen(key: string, state: MeterState, item: string): boolean {
-    if (state.seen === null) state.seen = [];
-    const seen = state.seen;
-    if (seen.includes(item)) return false;
-    seen.push(item);
-    state.count += 1;
-    const pending = this.dirty.get(key);
-    if (pending) {
-      pending.delta += 1;
-      if (pending.items === null) pending.items = [item];
-      else pending.items.push(item);
-    } else {
-      this.dirty.set(key, { delta: 1, items: [item] });
+  /** The table of one meter in one period (created empty on first use). */
+  table(tenant: string, site: string, meter: string, period: string, seenKind: boolean): MeterTable {
+    const id = tenant + SEP + site + SEP + meter + SEP + period;
+    let table = this.tables.get(id);
+    if (!table) {
+      table = new MeterTable(this, tenant, site, meter, period, seenKind);
+      this.tables.set(id, table);
     }
-    return true;
+    return table;
   }
 
+  /** Values held in memory, over every table. */
+  get size(): number {
+    return this.entries;
+  }
+
+  /** Entries with unflushed deltas, over every table. */
   get pendingCount(): number {
-    return this.dirty.size;
+    let n = 0;
+    for (const t of this.dirtyTables) n += t.dirty.size;
+    return n;
+  }
+
+  /** @internal A stored row for a key, or an empty one; skips the read for keys never stored. */
+  loadEntry(key: string): Promise<Loaded> | Loaded {
+    if (this.present && !this.present.mightContain(key)) return { count: 0, items: null };
+    return this.loader.load(key);
+  }
+
+  /** @internal */
+  install(table: MeterTable, subject: string, value: MeterValue): void {
+    table.values.set(subject, value);
+    this.entries += 1;
+    if (this.entries > this.maxEntries) this.evict();
+  }
+
+  /** @internal */
+  markDirty(table: MeterTable): void {
+    this.dirtyTables.add(table);
+  }
+
+  /** @internal One shared string per distinct article id (bounded). */
+  intern(item: string): string {
+    const known = this.interned.get(item);
+    if (known !== undefined) return known;
+    if (this.interned.size < MAX_INTERNED) this.interned.set(item, item);
+    return item;
   }
 
   async flush(): Promise<void> {
-    if (this.dirty.size === 0) return;
-    const batch = this.dirty;
-    this.dirty = new Map();
+    if (this.dirtyTables.size === 0) return;
+    const taken: Taken[] = [];
+    for (const table of this.dirtyTables) {
+      taken.push({ table, dirty: table.dirty });
+      table.dirty = new Map();
+    }
+    this.dirtyTables = new Set();
     try {
-      const entries = [...batch];
       await this.db.transaction(async (tx) => {
-        const chunk = this.chunk;
-        for (let i = 0; i < entries.length; i += chunk) {
+        let counts = new KeyArrays();
+        let deltas: number[] = [];
+        let seen = new KeyArrays();
+        let items: string[] = [];
+        const write = async () => {
           // Columns as arrays through unnest: a constant-size statement however many rows.
-          const counts = new KeyArrays();
-          const deltas: number[] = [];
-          const seen = new KeyArrays();
-          const items: string[] = [];
-          for (const [key, p] of entries.slice(i, i + chunk)) {
-            counts.push(key);
-            deltas.push(p.delta);
-            for (const item of p.items ?? []) {
-              seen.push(key);
-              items.push(item);
-            }
+          if (counts.length > 0) {
+            await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
+              select * from unnest(${counts.params()}, ${sql.param(deltas)}::int[])
+              on conflict (tenant_id, site_id, meter, subject, period)
+              do update set count = meter_counts.count + excluded.count`);
           }
-          await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
-            select * from unnest(${counts.params()}, ${sql.param(deltas)}::int[])
-            on conflict (tenant_id, site_id, meter, subject, period)
-            do update set count = meter_counts.count + excluded.count`);
           if (items.length > 0) {
             await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
               select * from unnest(${seen.params()}, ${sql.param(items)}::text[]) on conflict do nothing`);
           }
+          counts = new KeyArrays();
+          deltas = [];
+          seen = new KeyArrays();
+          items = [];
+        };
+        for (const { table, dirty } of taken) {
+          for (const [subject, pending] of dirty) {
+            counts.push(table, subject);
+            if (typeof pending === "number") deltas.push(pending);
+            else {
+              deltas.push(pending.length);
+              for (const item of pending) {
+                seen.push(table, subject);
+                items.push(item);
+              }
+            }
+            if (counts.length >= this.chunk) await write();
+          }
         }
+        await write();
       });
-      if (this.present) for (const key of batch.keys()) this.present.add(key);
-    } catch (error) {
-      for (const [key, p] of batch) {
-        const now = this.dirty.get(key);
-        if (!now) this.dirty.set(key, p);
-        else {
-          now.delta += p.delta;
-          if (p.items) now.items = [...p.items, ...(now.items ?? [])];
+      if (this.present) {
+        for (const { table, dirty } of taken) {
+          for (const subject of dirty.keys())
+            this.present.add(meterKey(table.tenant, table.site, table.meter, subject, table.period));
         }
       }
+    } catch (error) {
+      for (const { table, dirty } of taken) this.mergeBack(table, dirty);
       throw error;
     }
   }
 
-  private async loadMany(keys: string[]): Promise<Map<string, MeterState>> {
-    const found = new Map<string, MeterState>();
+  /** A failed flush's deltas go back in front of whatever was ticked since. */
+  private mergeBack(table: MeterTable, failed: Map<string, number | string[]>): void {
+    for (const [subject, p] of failed) {
+      const now = table.dirty.get(subject);
+      if (now === undefined) table.dirty.set(subject, p);
+      else if (typeof p === "number") table.dirty.set(subject, p + (now as number));
+      else table.dirty.set(subject, [...p, ...(now as string[])]);
+    }
+    if (table.dirty.size > 0) this.dirtyTables.add(table);
+  }
+
+  private async loadMany(keys: string[]): Promise<Map<string, Loaded>> {
+    const found = new Map<string, Loaded>();
     const chunk = this.chunk;
     for (let i = 0; i < keys.length; i += chunk) {
       const wanted = new KeyArrays();
-      for (const key of keys.slice(i, i + chunk)) wanted.push(key);
+      for (const key of keys.slice(i, i + chunk)) wanted.pushKey(key);
       const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
       // Both reads at once: on a server they run on two pooled connections.
       const [countRows, itemRows] = await Promise.all([
@@ -218,15 +341,15 @@ export class MeterCounters implements Flushable {
         this.db.execute(sql`select s.tenant_id, s.site_id, s.meter, s.subject, s.period, s.item
           from meter_seen s join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
       ]);
-      const counts = rowsOf<KeyColumns & { count: number }>(countRows);
-      const items = rowsOf<KeyColumns & { item: string }>(itemRows);
-      for (const r of counts) found.set(keyOfRow(r), { count: Number(r.count), seen: null });
-      for (const r of items) {
+      for (const r of rowsOf<KeyColumns & { count: number }>(countRows)) {
+        found.set(keyOfRow(r), { count: Number(r.count), items: null });
+      }
+      for (const r of rowsOf<KeyColumns & { item: string }>(itemRows)) {
         const key = keyOfRow(r);
-        const state = found.get(key) ?? { count: 0, seen: [] };
-        if (state.seen === null) state.seen = [r.item];
-        else state.seen.push(r.item);
-        found.set(key, state);
+        const loaded = found.get(key) ?? { count: 0, items: null };
+        if (loaded.items === null) loaded.items = [r.item];
+        else loaded.items.push(r.item);
+        found.set(key, loaded);
       }
     }
     return found;
@@ -235,9 +358,14 @@ export class MeterCounters implements Flushable {
   /** Drops the oldest clean entries until 90% of the cap; dirty ones stay until flushed. */
   private evict(): void {
     const target = Math.floor(this.maxEntries * 0.9);
-    for (const key of this.values.keys()) {
-      if (this.values.size <= target) break;
-      if (!this.dirty.has(key)) this.values.delete(key);
+    for (const [id, table] of this.tables) {
+      for (const subject of table.values.keys()) {
+        if (this.entries <= target) return;
+        if (table.dirty.has(subject)) continue;
+        table.values.delete(subject);
+        this.entries -= 1;
+      }
+      if (table.values.size === 0 && table.dirty.size === 0) this.tables.delete(id);
     }
   }
 }

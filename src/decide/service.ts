@@ -1,7 +1,7 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
-import type { BatchResult, FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
-import { type MeterCounters, type MeterState, meterKey } from "../counters/meter-counters";
+import type { BatchResult, CompiledMeter, FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
+import { countOf, holds, type MeterCounters, type MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
@@ -53,28 +53,37 @@ export function takeRate(windows: RateWindows, key: string, nowMs: number): void
 }
 
 interface HeldMeter {
-  key: string;
-  state: MeterState;
+  table: MeterTable;
   seenKind: boolean;
   allowance: number;
   read: MeterRead | null;
 }
 
-const KEY_SEP = "\u0001";
-/** Placeholder until a missing meter is read; never ticked or reported. */
-const EMPTY_STATE: MeterState = Object.freeze({ count: 0, seen: null }) as MeterState;
-const prefixCache = new WeakMap<CompiledSite, Map<string, string>>();
+interface TableSlot {
+  period: string;
+  table: MeterTable;
+}
+const tableCache = new WeakMap<CompiledSite, Map<string, TableSlot>>();
 
-/** Counter-key prefixes (tenant, site, meter) of a compiled document, built once per deploy. */
-function meterPrefixes(site: SiteState, document: CompiledSite): Map<string, string> {
-  let prefixes = prefixCache.get(document);
-  if (!prefixes) {
-    prefixes = new Map();
-    for (const name of document.meters.keys())
-      prefixes.set(name, meterKey(site.tenantId, site.id, name, "", "").slice(0, -1));
-    prefixCache.set(document, prefixes);
+/** The counter table of a document's meter for the current period (looked up once per period). */
+function meterTable(
+  meters: MeterCounters,
+  site: SiteState,
+  document: CompiledSite,
+  meter: CompiledMeter,
+  now: number,
+): MeterTable {
+  let slots = tableCache.get(document);
+  if (!slots) {
+    slots = new Map();
+    tableCache.set(document, slots);
   }
-  return prefixes;
+  const period = meter.periodKey(now);
+  const slot = slots.get(meter.name);
+  if (slot !== undefined && slot.period === period) return slot.table;
+  const table = meters.table(site.tenantId, site.id, meter.name, period, meter.kind === "seen");
+  slots.set(meter.name, { period, table });
+  return table;
 }
 
 /** A batch evaluated against its snapshot, with its effects not yet applied. */
@@ -108,45 +117,33 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
   let held: Map<string, HeldMeter> | null = null;
   let misses: Promise<void>[] | null = null;
   if (subject !== null) {
-    const prefixes = meterPrefixes(site, document);
     for (const name of input.features) {
       const feature = document.features.get(name);
       if (!feature || feature.meters.length === 0) continue;
       for (const meterName of feature.meters) {
         if (held?.has(meterName)) continue;
         const meter = document.meters.get(meterName);
-        const prefix = prefixes.get(meterName);
-        if (!meter || prefix === undefined) continue;
-        const key = prefix + subject + KEY_SEP + meter.periodKey(now);
-        const seenKind = meter.kind === "seen";
-        const entry: HeldMeter = {
-          key,
-          state: deps.meters.peek(key) ?? EMPTY_STATE,
-          seenKind,
-          allowance: meter.allowance,
-          read: null,
-        };
-        if (entry.state === EMPTY_STATE) {
+        if (!meter) continue;
+        const table = meterTable(deps.meters, site, document, meter, now);
+        if (table.peek(subject) === undefined) {
           // Not held: all of this request's misses are read together (one batched round trip).
-          const loading = deps.meters.read(key, seenKind).then((state) => {
-            entry.state = state;
-          });
-          if (misses === null) misses = [loading];
-          else misses.push(loading);
+          if (misses === null) misses = [table.load(subject)];
+          else misses.push(table.load(subject));
         }
         if (held === null) held = new Map();
-        held.set(meterName, entry);
+        held.set(meterName, { table, seenKind: meter.kind === "seen", allowance: meter.allowance, read: null });
       }
     }
     if (misses !== null) await Promise.all(misses);
   }
   // Reads are snapshotted after the last await: values before this request's own ticks.
-  if (held !== null) {
+  if (held !== null && subject !== null) {
     for (const h of held.values()) {
+      const value = h.table.peek(subject) ?? 0;
       h.read = {
         allowance: h.allowance,
-        count: h.state.count,
-        seen: h.seenKind && articleId !== null && (h.state.seen?.includes(articleId) ?? false),
+        count: countOf(value),
+        seen: h.seenKind && articleId !== null && holds(value, articleId),
       };
     }
   }
@@ -171,14 +168,14 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
   return {
     result,
     applyEffects() {
-      if (meters === null) return;
+      if (meters === null || subject === null) return;
       for (const name of result.ticks) {
         const h = meters.get(name);
         if (!h) continue;
         if (h.seenKind) {
-          if (articleId !== null) deps.meters.tickSeen(h.key, h.state, articleId);
+          if (articleId !== null) h.table.tickSeen(subject, articleId);
         } else {
-          deps.meters.tickCount(h.key, h.state);
+          h.table.tickCount(subject);
         }
       }
     },
