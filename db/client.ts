@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
@@ -49,7 +49,9 @@ export async function openDatabase(options: { url?: string; dataDir?: string }):
     client = new PGlite();
   } else {
     mkdirSync(dir, { recursive: true });
-    client = new PGlite(join(dir, "pg"));
+    const folder = join(dir, "pg");
+    if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
+    client = new PGlite(folder, { startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS] });
   }
   const db = drizzlePglite({ client, schema, casing: "snake_case" });
   await migratePglite(db, { migrationsFolder });
@@ -59,6 +61,26 @@ export async function openDatabase(options: { url?: string; dataDir?: string }):
     listen: async () => null,
     close: () => client.close(),
   };
+}
+
+/**
+ * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres
+ * only takes batched writes and cold reads, so 16 MB of shared buffers (Postgres' default is
+ * 128 MB, all of it resident in PGlite's WebAssembly memory) is plenty; the OS caches the files.
+ */
+const EMBEDDED_SETTINGS = ["-c", "shared_buffers=16MB"];
+
+/** Runs initdb for a new data folder in a child process (see db/init-data-dir.ts). */
+async function initDataFolder(folder: string): Promise<void> {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "init-data-dir.ts"), folder], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const code = await child.exited;
+  if (code !== 0) {
+    const err = await new Response(child.stderr).text();
+    throw new Error(`could not create the embedded database in ${folder}: ${err.trim() || `exit ${code}`}`);
+  }
 }
 
 /** Rows of a `db.execute` result, whichever driver produced it. */

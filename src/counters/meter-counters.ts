@@ -3,6 +3,7 @@ import { type Db, rowsOf } from "../../db/client";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
+import { SubjectIndex } from "./subject-index";
 
 /**
  * A seen meter's members for one subject: one article id (the common case, no array), or an
@@ -58,14 +59,20 @@ interface KeyColumns {
 const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
 
 /**
- * The values of one (tenant, site, meter, period), keyed by subject. Subjects are the map keys
- * (the same string object across a subject's meters), counts are plain numbers and seen members
- * are shared article-id strings, so a held subject costs a map entry per meter and little else.
+ * The values of one (tenant, site, meter, period), keyed by subject. Subjects sit in a compact
+ * index (the same string object across a subject's meters); counts live in an Int32Array and
+ * seen members are shared article-id strings, so a held subject costs a few dozen bytes a meter.
  */
 export class MeterTable {
-  readonly values = new Map<string, MeterValue>();
+  private readonly index = new SubjectIndex();
+  /** Count meters: slot -> count. */
+  private counts = new Int32Array(0);
+  /** Seen meters: slot -> members. */
+  private readonly members: (SeenValue | undefined)[] = [];
   /** Unflushed: a count meter's delta, or a seen meter's new members. */
   dirty = new Map<string, number | string[]>();
+  /** Where the next eviction sweep starts. */
+  private cursor = 0;
 
   constructor(
     private readonly owner: MeterCounters,
@@ -76,24 +83,34 @@ export class MeterTable {
     readonly seenKind: boolean,
   ) {}
 
+  /** Subjects held. */
+  get size(): number {
+    return this.index.size;
+  }
+
   /** The held value, or undefined when it must be read first (no I/O). */
   peek(subject: string): MeterValue | undefined {
-    return this.values.get(subject);
+    const slot = this.index.get(subject);
+    if (slot < 0) return undefined;
+    return this.seenKind ? this.members[slot] : this.counts[slot];
   }
 
   /** Reads a subject's value into memory (batched with every other miss of this tick). */
   async load(subject: string): Promise<void> {
-    if (this.values.has(subject)) return;
-    const loaded = await this.owner.loadEntry(meterKey(this.tenant, this.site, this.meter, subject, this.period));
+    if (this.index.get(subject) >= 0) return;
+    const pending = this.owner.loadEntry(meterKey(this.tenant, this.site, this.meter, subject, this.period));
+    const loaded = pending instanceof Promise ? await pending : pending;
     // Another request may have installed it while we waited.
-    if (this.values.has(subject)) return;
-    this.owner.install(this, subject, this.fromLoaded(loaded));
+    if (this.index.get(subject) >= 0) return;
+    // Counted (and any eviction done) before the subject is placed, so it is never the one evicted.
+    this.owner.installed();
+    this.store(this.index.add(subject), this.fromLoaded(loaded));
   }
 
   /** Counts one call on a count meter. The subject must have been loaded first. */
   tickCount(subject: string): void {
-    const value = this.values.get(subject);
-    this.values.set(subject, (typeof value === "number" ? value : 0) + 1);
+    const slot = this.slotOf(subject);
+    this.counts[slot] = (this.counts[slot] as number) + 1;
     const pending = this.dirty.get(subject);
     this.dirty.set(subject, (typeof pending === "number" ? pending : 0) + 1);
     this.owner.markDirty(this);
@@ -101,17 +118,59 @@ export class MeterTable {
 
   /** Counts an article once on a seen meter; returns false when it was already counted. */
   tickSeen(subject: string, articleId: string): boolean {
-    const value = this.values.get(subject) ?? NO_ITEMS;
+    const slot = this.slotOf(subject);
+    const value = this.members[slot] ?? NO_ITEMS;
     if (holds(value, articleId)) return false;
     const item = this.owner.intern(articleId);
-    if (typeof value === "string") this.values.set(subject, [value, item]);
-    else if (typeof value === "number" || value.length === 0) this.values.set(subject, item);
+    if (typeof value === "string") this.members[slot] = [value, item];
+    else if (value.length === 0) this.members[slot] = item;
     else (value as string[]).push(item);
     const pending = this.dirty.get(subject);
     if (Array.isArray(pending)) pending.push(item);
     else this.dirty.set(subject, [item]);
     this.owner.markDirty(this);
     return true;
+  }
+
+  /**
+   * Drops clean subjects until `enough()` says stop, sweeping slots from where the last sweep
+   * ended (a clock): a slot refilled after a sweep is reached again only a full turn later.
+   */
+  evictClean(enough: () => boolean): void {
+    const limit = this.index.slotLimit;
+    for (let n = 0; n < limit; n++) {
+      if (enough()) return;
+      const slot = this.cursor;
+      this.cursor = slot + 1 >= limit ? 0 : slot + 1;
+      const subject = this.index.keyAt(slot);
+      if (subject === undefined || this.dirty.has(subject)) continue;
+      this.index.delete(subject);
+      if (this.seenKind) this.members[slot] = undefined;
+      this.owner.evicted();
+    }
+  }
+
+  /** A held subject's slot; a subject never loaded starts empty (callers load first). */
+  private slotOf(subject: string): number {
+    const slot = this.index.get(subject);
+    if (slot >= 0) return slot;
+    this.owner.installed();
+    const added = this.index.add(subject);
+    this.store(added, this.seenKind ? NO_ITEMS : 0);
+    return added;
+  }
+
+  private store(slot: number, value: MeterValue): void {
+    if (this.seenKind) {
+      this.members[slot] = value as SeenValue;
+      return;
+    }
+    if (slot >= this.counts.length) {
+      const counts = new Int32Array(Math.max(16, this.counts.length * 2, slot + 1));
+      counts.set(this.counts);
+      this.counts = counts;
+    }
+    this.counts[slot] = value as number;
   }
 
   private fromLoaded(loaded: Loaded): MeterValue {
@@ -237,11 +296,15 @@ export class MeterCounters implements Flushable {
     return this.loader.load(key);
   }
 
-  /** @internal */
-  install(table: MeterTable, subject: string, value: MeterValue): void {
-    table.values.set(subject, value);
+  /** @internal A table took a new subject. */
+  installed(): void {
     this.entries += 1;
     if (this.entries > this.maxEntries) this.evict();
+  }
+
+  /** @internal A table dropped a subject. */
+  evicted(): void {
+    this.entries -= 1;
   }
 
   /** @internal */
@@ -358,14 +421,11 @@ export class MeterCounters implements Flushable {
   /** Drops the oldest clean entries until 90% of the cap; dirty ones stay until flushed. */
   private evict(): void {
     const target = Math.floor(this.maxEntries * 0.9);
+    const enough = () => this.entries <= target;
     for (const [id, table] of this.tables) {
-      for (const subject of table.values.keys()) {
-        if (this.entries <= target) return;
-        if (table.dirty.has(subject)) continue;
-        table.values.delete(subject);
-        this.entries -= 1;
-      }
-      if (table.values.size === 0 && table.dirty.size === 0) this.tables.delete(id);
+      table.evictClean(enough);
+      if (table.size === 0 && table.dirty.size === 0) this.tables.delete(id);
+      if (enough()) return;
     }
   }
 }
