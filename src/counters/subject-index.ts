@@ -39,13 +39,19 @@ export class SubjectIndex {
 
   /** The slot of `key`, or -1. */
   get(key: string): number {
+    const at = this.find(key);
+    return at < 0 ? -1 : (this.buckets[at] as number) - 1;
+  }
+
+  /** The bucket holding `key`, or -1. */
+  private find(key: string): number {
     const mask = this.mask;
     const buckets = this.buckets;
     let i = hashOf(key) & mask;
     for (;;) {
       const entry = buckets[i] as number;
       if (entry === EMPTY) return -1;
-      if (this.keys[entry - 1] === key) return entry - 1;
+      if (this.keys[entry - 1] === key) return i;
       i = (i + 1) & mask;
     }
   }
@@ -74,15 +80,10 @@ export class SubjectIndex {
 
   /** Removes a key; returns its freed slot, or -1 when it was not present. */
   delete(key: string): number {
+    const i = this.find(key);
+    if (i < 0) return -1;
     const mask = this.mask;
     const buckets = this.buckets;
-    let i = hashOf(key) & mask;
-    for (;;) {
-      const entry = buckets[i] as number;
-      if (entry === EMPTY) return -1;
-      if (this.keys[entry - 1] === key) break;
-      i = (i + 1) & mask;
-    }
     const slot = (buckets[i] as number) - 1;
     // Backward shift: pull later entries of the probe run into the hole, so no tombstones.
     let hole = i;
