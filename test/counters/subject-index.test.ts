@@ -39,6 +39,6 @@ describe("SubjectIndex", () => {
     const keys = ["", "é", "e\u0301", "😀", "\ud800", "\udc00"];
     const slots = keys.map((k) => index.add(k));
     expect(new Set(slots).size).toBe(keys.length);
-    keys.forEach((k, i) => expect(index.get(k)).toBe(slots[i] as number));
+    for (const [i, k] of keys.entries()) expect(index.get(k)).toBe(slots[i] as number);
   });
 });
