@@ -64,11 +64,11 @@ const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.
  * seen members are shared article-id strings, so a held subject costs a few dozen bytes a meter.
  */
 export class MeterTable {
-  private readonly index = new SubjectIndex();
+  private index = new SubjectIndex();
   /** Count meters: slot -> count. */
   private counts = new Int32Array(0);
   /** Seen meters: slot -> members. */
-  private readonly members: (SeenValue | undefined)[] = [];
+  private members: (SeenValue | undefined)[] = [];
   /** Unflushed: a count meter's delta, or a seen meter's new members. */
   dirty = new Map<string, number | string[]>();
   /** Where the next eviction sweep starts. */
@@ -139,7 +139,7 @@ export class MeterTable {
   evictClean(enough: () => boolean): void {
     const limit = this.index.slotLimit;
     for (let n = 0; n < limit; n++) {
-      if (enough()) return;
+      if (enough()) break;
       const slot = this.cursor;
       this.cursor = slot + 1 >= limit ? 0 : slot + 1;
       const subject = this.index.keyAt(slot);
@@ -147,6 +147,14 @@ export class MeterTable {
       this.index.delete(subject);
       if (this.seenKind) this.members[slot] = undefined;
       this.owner.evicted();
+    }
+    if (this.index.size === 0 && this.dirty.size === 0) {
+      // Emptied (e.g. a past period): give back the grown arrays. The table itself stays
+      // registered, since decide holds it for its period and must keep reaching the same one.
+      this.index = new SubjectIndex();
+      this.counts = new Int32Array(0);
+      this.members = [];
+      this.cursor = 0;
     }
   }
 
@@ -422,9 +430,8 @@ export class MeterCounters implements Flushable {
   private evict(): void {
     const target = Math.floor(this.maxEntries * 0.9);
     const enough = () => this.entries <= target;
-    for (const [id, table] of this.tables) {
+    for (const table of this.tables.values()) {
       table.evictClean(enough);
-      if (table.size === 0 && table.dirty.size === 0) this.tables.delete(id);
       if (enough()) return;
     }
   }

@@ -69,6 +69,20 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
       expect(calls.peek("dirty")).toBe(1);
       await calls.load("r0");
       expect(calls.peek("r0")).toBe(1);
+      // A table emptied by eviction stays the one registered: handles held by decide keep
+      // counting where later lookups (and flushes) find them.
+      const small = new MeterCounters(db.db, { maxEntries: 2, exclusiveWriter: kind === "embedded" });
+      await small.prime();
+      const old = small.table("t", "s", "calls", "2026-10", false);
+      await old.load("x");
+      old.tickCount("x");
+      await small.flush();
+      const current = small.table("t", "s", "calls", "2026-11", false);
+      for (const subject of ["y", "z"]) await current.load(subject);
+      expect(old.size).toBe(0);
+      expect(small.table("t", "s", "calls", "2026-10", false)).toBe(old);
+      await old.load("x");
+      expect(old.peek("x")).toBe(1);
     } finally {
       await db.drop();
     }
