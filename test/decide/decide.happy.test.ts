@@ -188,6 +188,15 @@ describe("POST /v1/decide: response contract and effects", () => {
     expect((await decide({ features: ["paywall"], userId })).decisions.paywall.outcome).not.toBe("free");
   });
 
+  it("starts a daily count meter afresh on the next day, and keeps the old day's count", async () => {
+    const body = { features: ["teaser"], deviceId: "dev-rollover" };
+    await decide(body);
+    expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 1 } });
+    h.clock.advance(86_400_000);
+    expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 0 } });
+    expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 1 } });
+  });
+
   it("routes a feature that needs a subject to its error slot when there is none", async () => {
     const answer = await decide({ features: ["paywall"], content: signedContent({ id: "n-1" }) });
     expect(answer.decisions.paywall.outcome).toBe("broken");

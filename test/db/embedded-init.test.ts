@@ -1,0 +1,39 @@
+import { describe, expect, it } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { openDatabase, rowsOf } from "../../db/client";
+
+describe("embedded data folder", () => {
+  it("is created by a child process on first open, then reopened with small shared buffers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-init-"));
+    try {
+      const first = await openDatabase({ dataDir: dir });
+      expect(existsSync(join(dir, "pg", "PG_VERSION"))).toBe(true);
+      const [row] = rowsOf<{ shared_buffers: string }>(await first.db.execute(sql`show shared_buffers`));
+      expect(row?.shared_buffers).toBe("16MB");
+      await first.db.execute(sql`insert into tenants (id, is_default) values ('kept', false)`);
+      await first.close();
+      const second = await openDatabase({ dataDir: dir });
+      const kept = rowsOf<{ id: string }>(await second.db.execute(sql`select id from tenants where id = 'kept'`));
+      expect(kept).toEqual([{ id: "kept" }]);
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("fails with a message naming the folder when it cannot be created", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-init-"));
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "pg"), "not a folder");
+      await expect(openDatabase({ dataDir: dir })).rejects.toThrow(
+        `could not create the embedded database in ${join(dir, "pg")}`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
