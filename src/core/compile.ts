@@ -22,6 +22,7 @@ import {
   type SiteDocument,
   urlTemplateParts,
 } from "./document-schema";
+import { deepFreeze } from "./freeze";
 import { type CompiledExperiment, compileExperiment } from "./hash";
 import { createPeriodKey } from "./period";
 import type {
@@ -54,14 +55,6 @@ export interface CompiledSite {
 }
 
 const EMPTY: readonly string[] = Object.freeze([]);
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}
 
 interface OutcomeRuntime {
   /** Shared frozen decision; for a templated url it lacks `url`, which is resolved per request. */

@@ -4,6 +4,7 @@
  * WebCrypto call costs ~20x a `Bun.CryptoHasher` on the decide path.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { deepFreeze } from "./freeze";
 import type { ContentDescriptor } from "./types";
 
 export interface ContentKey {
@@ -25,24 +26,42 @@ export type ContentVerifier = (
 /** 32 bytes in base64url: 43 characters, optionally one "=" of padding. Nothing else. */
 const SIGNATURE_SHAPE = /^[A-Za-z0-9_-]{43}=?$/;
 
+/** Verified descriptors a site's verifier remembers (see `createContentVerifier`). */
+export const VERIFIED_CACHE_SIZE = 8_192;
+
+interface Remembered {
+  readonly payload: string;
+  /** `exp` in epoch milliseconds, or +Infinity without one. */
+  readonly expiresAtMs: number;
+  readonly verified: VerifiedContent;
+}
+
 /**
  * Builds the verifier of a site's content keys. Each key becomes a keyed HMAC state once; a
  * verification copies it (cheaper than re-keying). Returns null, never throws, for anything that
  * is not a valid, unexpired descriptor: absent, non-string members, malformed signature, payload
  * that is not a JSON object, unknown or non-string `kid`, wrong signature, `exp` not a number or
  * in the past (`exp` is epoch seconds; a descriptor is expired from that second on).
+ *
+ * Readers of one article send the same descriptor over and over, so the verifier remembers the
+ * last `cacheSize` descriptors that verified, by signature: a later request with the same
+ * signature AND the same payload string skips the parse and the HMAC (only `exp` is checked
+ * again). Anything else, including a known signature over another payload, is verified in full.
+ * Remembered facts are frozen, since every such request shares them.
  */
-export function createContentVerifier(keys: readonly ContentKey[]): ContentVerifier {
+export function createContentVerifier(
+  keys: readonly ContentKey[],
+  cacheSize: number = VERIFIED_CACHE_SIZE,
+): ContentVerifier {
   const hashers = new Map<string, Bun.CryptoHasher>();
   for (const k of keys) {
     if (!hashers.has(k.id)) hashers.set(k.id, new Bun.CryptoHasher("sha256", k.secret));
   }
   const defaultHasher = keys.length > 0 ? hashers.get((keys[0] as ContentKey).id) : undefined;
+  // Insertion order is eviction order: the oldest entry leaves when the cache is full.
+  const remembered = new Map<string, Remembered>();
 
-  return (descriptor, nowMs) => {
-    if (descriptor == null) return null;
-    const { payload, signature } = descriptor;
-    if (typeof payload !== "string" || typeof signature !== "string") return null;
+  const verifyFully = (payload: string, signature: string, nowMs: number): Remembered | null => {
     if (!SIGNATURE_SHAPE.test(signature)) return null;
 
     let facts: unknown;
@@ -68,9 +87,11 @@ export function createContentVerifier(keys: readonly ContentKey[]): ContentVerif
     if (!timingSafeEqual(Buffer.from(expected, "latin1"), Buffer.from(given, "latin1"))) return null;
 
     const exp = record.exp;
+    let expiresAtMs = Number.POSITIVE_INFINITY;
     if (exp !== undefined) {
       if (typeof exp !== "number" || !Number.isFinite(exp)) return null;
-      if (exp * 1000 <= nowMs) return null;
+      expiresAtMs = exp * 1000;
+      if (expiresAtMs <= nowMs) return null;
     }
 
     const id = record.id;
@@ -78,7 +99,27 @@ export function createContentVerifier(keys: readonly ContentKey[]): ContentVerif
     if (typeof id === "string" && id.length > 0) articleId = id;
     else if (typeof id === "number" && Number.isFinite(id)) articleId = String(id);
 
-    return { facts: record, articleId };
+    return { payload, expiresAtMs, verified: Object.freeze({ facts: deepFreeze(record), articleId }) };
+  };
+
+  return (descriptor, nowMs) => {
+    if (descriptor == null) return null;
+    const { payload, signature } = descriptor;
+    if (typeof payload !== "string" || typeof signature !== "string") return null;
+
+    const known = remembered.get(signature);
+    if (known !== undefined && known.payload === payload) {
+      return known.expiresAtMs > nowMs ? known.verified : null;
+    }
+    const fresh = verifyFully(payload, signature, nowMs);
+    if (fresh === null) return null;
+    if (cacheSize > 0) {
+      if (known === undefined && remembered.size >= cacheSize) {
+        remembered.delete(remembered.keys().next().value as string);
+      }
+      remembered.set(signature, fresh);
+    }
+    return fresh.verified;
   };
 }
 

@@ -60,7 +60,8 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       let preview = false;
       if (token !== null && site.preview !== null)
         ({ document, preview } = await chooseDocument(deps, site, token, now));
-      const answer = await decide(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
+      const decided = decide(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
+      const answer = decided instanceof Promise ? await decided : decided;
       return new Response(JSON.stringify(answer), { headers: JSON_HEADERS });
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);

@@ -52,38 +52,50 @@ export function takeRate(windows: RateWindows, key: string, nowMs: number): void
   }
 }
 
-interface HeldMeter {
-  table: MeterTable;
-  seenKind: boolean;
-  allowance: number;
-  read: MeterRead | null;
-}
-
-interface TableSlot {
+/** A document's meter with its counter table for the current period (looked up once per period). */
+interface MeterSlot {
+  readonly meter: CompiledMeter;
+  readonly seenKind: boolean;
   period: string;
   table: MeterTable;
 }
-const tableCache = new WeakMap<CompiledSite, Map<string, TableSlot>>();
+const slotCache = new WeakMap<CompiledSite, Map<string, MeterSlot>>();
 
-/** The counter table of a document's meter for the current period (looked up once per period). */
-function meterTable(
+function meterSlot(
   meters: MeterCounters,
   site: SiteState,
   document: CompiledSite,
-  meter: CompiledMeter,
+  name: string,
   now: number,
-): MeterTable {
-  let slots = tableCache.get(document);
-  if (!slots) {
+): MeterSlot | undefined {
+  let slots = slotCache.get(document);
+  if (slots === undefined) {
     slots = new Map();
-    tableCache.set(document, slots);
+    slotCache.set(document, slots);
   }
-  const period = meter.periodKey(now);
-  const slot = slots.get(meter.name);
-  if (slot !== undefined && slot.period === period) return slot.table;
-  const table = meters.table(site.tenantId, site.id, meter.name, period, meter.kind === "seen");
-  slots.set(meter.name, { period, table });
-  return table;
+  let slot = slots.get(name);
+  if (slot === undefined) {
+    const meter = document.meters.get(name);
+    if (meter === undefined) return undefined;
+    const period = meter.periodKey(now);
+    const seenKind = meter.kind === "seen";
+    slot = { meter, seenKind, period, table: meters.table(site.tenantId, site.id, name, period, seenKind) };
+    slots.set(name, slot);
+    return slot;
+  }
+  const period = slot.meter.periodKey(now);
+  if (period !== slot.period) {
+    slot.period = period;
+    slot.table = meters.table(site.tenantId, site.id, name, period, slot.seenKind);
+  }
+  return slot;
+}
+
+/** Position of a meter among a request's held slots (a handful at most), or -1. */
+function indexOfMeter(held: readonly MeterSlot[] | null, name: string): number {
+  if (held === null) return -1;
+  for (let i = 0; i < held.length; i++) if ((held[i] as MeterSlot).meter.name === name) return i;
+  return -1;
 }
 
 /** A batch evaluated against its snapshot, with its effects not yet applied. */
@@ -94,63 +106,80 @@ export interface Evaluated {
 }
 
 /**
- * Builds one frozen fact snapshot (awaiting the store only for users and meters not yet held
- * in memory) and evaluates every named feature. Effects wait for `applyEffects`.
+ * Builds one frozen fact snapshot and evaluates every named feature; effects wait for
+ * `applyEffects`. It awaits the store only for a user or meter counts not yet held in memory,
+ * and is synchronous (no promise at all) when everything is held, as on the hot path.
  */
-export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Promise<Evaluated> {
-  const { site, document, input, now } = req;
-  const subject = req.userId ?? input.deviceId ?? null;
-
-  let traits: Readonly<Record<string, unknown>> | null = null;
-  let grants = EMPTY_OBJECT as FactSnapshot["grants"];
-  if (req.userId !== null) {
-    const found = deps.userFacts.get(site.tenantId, req.userId, now);
-    const facts = found instanceof Promise ? await found : found;
-    traits = facts.traits;
-    grants = req.grants ?? facts.grants;
+export function evaluateRequest(deps: DecideDeps, req: DecideRequest): Evaluated | Promise<Evaluated> {
+  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"]);
+  const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
+  if (found instanceof Promise) {
+    return found.then((facts) => withFacts(deps, req, facts.traits, req.grants ?? facts.grants));
   }
+  return withFacts(deps, req, found.traits, req.grants ?? found.grants);
+}
 
-  const verified = document.verifyContent(input.content, now);
-  const articleId = verified?.articleId ?? null;
-
+function withFacts(
+  deps: DecideDeps,
+  req: DecideRequest,
+  traits: Readonly<Record<string, unknown>> | null,
+  grants: FactSnapshot["grants"],
+): Evaluated | Promise<Evaluated> {
+  const { document, input } = req;
+  const subject = req.userId ?? input.deviceId ?? null;
   // Meters the named features may read or tick, held in memory before evaluating.
-  let held: Map<string, HeldMeter> | null = null;
+  let held: MeterSlot[] | null = null;
   let misses: Promise<void>[] | null = null;
   if (subject !== null) {
+    const features = document.features;
     for (const name of input.features) {
-      const feature = document.features.get(name);
-      if (!feature || feature.meters.length === 0) continue;
+      const feature = features.get(name);
+      if (feature === undefined || feature.meters.length === 0) continue;
       for (const meterName of feature.meters) {
-        if (held?.has(meterName)) continue;
-        const meter = document.meters.get(meterName);
-        if (!meter) continue;
-        const table = meterTable(deps.meters, site, document, meter, now);
-        if (table.peek(subject) === undefined) {
+        if (indexOfMeter(held, meterName) !== -1) continue;
+        const slot = meterSlot(deps.meters, req.site, document, meterName, req.now);
+        if (slot === undefined) continue;
+        if (slot.table.peek(subject) === undefined) {
           // Not held: all of this request's misses are read together (one batched round trip).
-          if (misses === null) misses = [table.load(subject)];
-          else misses.push(table.load(subject));
+          if (misses === null) misses = [slot.table.load(subject)];
+          else misses.push(slot.table.load(subject));
         }
-        if (held === null) held = new Map();
-        held.set(meterName, { table, seenKind: meter.kind === "seen", allowance: meter.allowance, read: null });
+        if (held === null) held = [slot];
+        else held.push(slot);
       }
     }
-    if (misses !== null) await Promise.all(misses);
   }
+  if (misses !== null) return Promise.all(misses).then(() => evaluateHeld(req, traits, grants, subject, held));
+  return evaluateHeld(req, traits, grants, subject, held);
+}
+
+function evaluateHeld(
+  req: DecideRequest,
+  traits: Readonly<Record<string, unknown>> | null,
+  grants: FactSnapshot["grants"],
+  subject: string | null,
+  held: MeterSlot[] | null,
+): Evaluated {
+  const { document, input } = req;
+  const verified = document.verifyContent(input.content, req.now);
+  const articleId = verified?.articleId ?? null;
   // Reads are snapshotted after the last await: values before this request's own ticks.
+  let reads: MeterRead[] | null = null;
   if (held !== null && subject !== null) {
-    for (const h of held.values()) {
+    reads = new Array<MeterRead>(held.length);
+    for (let i = 0; i < held.length; i++) {
+      const h = held[i] as MeterSlot;
       const value = h.table.peek(subject) ?? 0;
-      h.read = {
-        allowance: h.allowance,
+      reads[i] = {
+        allowance: h.meter.allowance,
         count: countOf(value),
         seen: h.seenKind && articleId !== null && holds(value, articleId),
       };
     }
   }
-  const meterReads = held;
 
   const snapshot: FactSnapshot = Object.freeze({
-    now,
+    now: req.now,
     content: verified?.facts ?? null,
     articleId,
     grants,
@@ -160,18 +189,20 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
     external: EMPTY_OBJECT,
     gift: EMPTY_OBJECT,
     subject,
-    meter: (name: string) => meterReads?.get(name)?.read ?? undefined,
+    meter: (name: string): MeterRead | undefined => {
+      const i = indexOfMeter(held, name);
+      return i === -1 || reads === null ? undefined : reads[i];
+    },
   });
 
   const result = evaluateBatch(document, input.features, snapshot);
-  const meters = held;
   return {
     result,
     applyEffects() {
-      if (meters === null || subject === null) return;
+      if (held === null || subject === null) return;
       for (const name of result.ticks) {
-        const h = meters.get(name);
-        if (!h) continue;
+        const h = held[indexOfMeter(held, name)];
+        if (h === undefined) continue;
         if (h.seenKind) {
           if (articleId !== null) h.table.tickSeen(subject, articleId);
         } else {
@@ -186,9 +217,15 @@ export async function evaluateRequest(deps: DecideDeps, req: DecideRequest): Pro
  * Decides a batch: evaluates every named feature against one snapshot, then applies the
  * batch's deduplicated effects once all features have resolved.
  */
-export async function decide(deps: DecideDeps, req: DecideRequest): Promise<DecideResponse> {
-  const { result, applyEffects } = await evaluateRequest(deps, req);
-  applyEffects();
+export function decide(deps: DecideDeps, req: DecideRequest): DecideResponse | Promise<DecideResponse> {
+  const evaluated = evaluateRequest(deps, req);
+  if (evaluated instanceof Promise) return evaluated.then((e) => respond(deps, req, e));
+  return respond(deps, req, evaluated);
+}
+
+function respond(deps: DecideDeps, req: DecideRequest, evaluated: Evaluated): DecideResponse {
+  const { result } = evaluated;
+  evaluated.applyEffects();
 
   const exposures: ExposureEvent[] = [];
   if (result.exposures.length > 0) {

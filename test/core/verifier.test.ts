@@ -115,3 +115,58 @@ describe("content descriptors", () => {
     expect(createContentVerifier([])({ payload, signature: sign(payload, K1.secret) }, NOW)).toBeNull();
   });
 });
+
+describe("remembered descriptors", () => {
+  const descriptor = (p: string) => ({ payload: p, signature: sign(p, K1.secret) });
+
+  test("the same descriptor again gives the same frozen answer, without parsing it again", () => {
+    const v = createContentVerifier([K1]);
+    const d = descriptor(JSON.stringify({ id: "a", tags: ["x"], exp: NOW / 1000 + 60 }));
+    const first = v(d, NOW);
+    if (first === null) throw new Error("the descriptor should verify");
+    expect(first.articleId).toBe("a");
+    // A copy of the strings (not the same objects) still hits the remembered entry.
+    expect(v({ payload: `${d.payload} `.trimEnd(), signature: `${d.signature}` }, NOW)).toBe(first);
+    expect(Object.isFrozen(first.facts)).toBe(true);
+    expect(Object.isFrozen((first.facts as { tags: string[] }).tags)).toBe(true);
+  });
+
+  test("a remembered descriptor still expires at its exp", () => {
+    const v = createContentVerifier([K1]);
+    const d = descriptor(JSON.stringify({ id: "a", exp: NOW / 1000 + 60 }));
+    expect(v(d, NOW)).not.toBeNull();
+    expect(v(d, NOW + 59_999)).not.toBeNull();
+    expect(v(d, NOW + 60_000)).toBeNull();
+  });
+
+  test("a remembered signature over another payload is verified in full (and refused)", () => {
+    const v = createContentVerifier([K1]);
+    const d = descriptor(JSON.stringify({ id: "a", premium: false }));
+    expect(v(d, NOW)?.facts.premium).toBe(false);
+    expect(v({ payload: JSON.stringify({ id: "a", premium: true }), signature: d.signature }, NOW)).toBeNull();
+    // The genuine descriptor is still answered.
+    expect(v(d, NOW)?.facts.premium).toBe(false);
+  });
+
+  test("the oldest remembered descriptor leaves when the cache is full", () => {
+    const v = createContentVerifier([K1], 2);
+    const [a, b, c] = ["a", "b", "c"].map((id) => descriptor(JSON.stringify({ id })));
+    const firstA = v(a as never, NOW);
+    const firstB = v(b as never, NOW);
+    v(c as never, NOW);
+    // b is still remembered (same object); a was evicted, so it is parsed and verified afresh.
+    expect(v(b as never, NOW)).toBe(firstB as never);
+    const againA = v(a as never, NOW);
+    expect(againA).not.toBe(firstA as never);
+    expect(againA).toEqual(firstA as never);
+  });
+
+  test("descriptors that fail are never remembered", () => {
+    const v = createContentVerifier([K1]);
+    const p = JSON.stringify({ id: "a" });
+    const forged = { payload: p, signature: sign(p, "not-the-key-0123456789") };
+    expect(v(forged, NOW)).toBeNull();
+    expect(v(forged, NOW)).toBeNull();
+    expect(v(descriptor(p), NOW)?.articleId).toBe("a");
+  });
+});
