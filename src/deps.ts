@@ -89,12 +89,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return userFacts.invalidate(change.tenantId, change.subject);
     }
   };
-  const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 250 : 1000);
+  // The embedded store belongs to this one process, whose writers publish (and apply) their own
+  // changes, so it has no timer poll: a query on PGlite runs on the request thread.
+  const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
   keys = new KeyService(keyStore, keyUsage, changes);
   const transport =
     overrides.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : logTransport());
-  const outbox = new Outbox(database.db, transport, logger, now);
+  const outbox = new Outbox(database.db, transport, logger, now, database.kind === "server");
   const identityDeps: IdentityDeps = {
     identity: new IdentityStore(database.db),
     users,

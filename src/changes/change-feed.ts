@@ -16,8 +16,9 @@ const CHANNEL = "svc_changes";
 /**
  * Tells every process that a tenant, site, key or user's grants changed, so it reloads that
  * one thing. Writers append to `change_log` (and NOTIFY on a server); readers apply rows past
- * the last id they saw: on NOTIFY on a server, on a short poll always (the embedded store has
- * no NOTIFY across processes; on a server the poll is the safety net for a lost NOTIFY).
+ * the last id they saw: on NOTIFY, and on a short poll as the safety net for a lost NOTIFY. A
+ * `pollMs` of 0 means no timer at all: the embedded store has one process, which applies its
+ * own changes as it publishes them.
  */
 export class ChangeFeed {
   private lastId = 0;
@@ -41,6 +42,7 @@ export class ChangeFeed {
     this.lastId = Number(rows[0]?.id ?? 0);
     const sub = await this.database.listen(CHANNEL, () => void this.poll());
     this.unlisten = sub?.unlisten ?? null;
+    if (this.pollMs <= 0) return;
     this.timer = setInterval(() => void this.poll(), this.pollMs);
     (this.timer as { unref?: () => void }).unref?.();
   }

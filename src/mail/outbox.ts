@@ -51,12 +51,23 @@ const CLAIM_MS = 60_000;
 export class Outbox {
   private timer: ReturnType<typeof setInterval> | null = null;
   private draining: Promise<number> | null = null;
+  /** Timer ticks skip the store until then: nothing is due before it, as far as we know. */
+  private quietUntil = 0;
+  /** Bumped by every enqueue, so a drain that overlapped one never declares the outbox quiet. */
+  private enqueued = 0;
 
+  /**
+   * `shared`: other processes use the same store (a Postgres server), so every timer tick looks
+   * for due rows. Otherwise (the embedded store) this process wrote every row, and after a drain
+   * the ticks skip the store until the earliest unsent row falls due: an idle outbox costs no
+   * query, since a query on PGlite runs on the request thread.
+   */
   constructor(
     private readonly db: Db,
     private readonly transport: MailTransport,
     private readonly logger: Logger,
     private readonly now: () => number,
+    private readonly shared = true,
   ) {}
 
   async enqueue(mail: Mail): Promise<void> {
@@ -68,12 +79,16 @@ export class Outbox {
       html: mail.html ?? null,
       nextAttemptAt: new Date(this.now()),
     });
+    this.enqueued++;
+    this.quietUntil = 0;
     void this.drain();
   }
 
   start(intervalMs = 1000): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.drain(), intervalMs);
+    this.timer = setInterval(() => {
+      if (this.now() >= this.quietUntil) void this.drain();
+    }, intervalMs);
     (this.timer as { unref?: () => void }).unref?.();
   }
 
@@ -93,6 +108,33 @@ export class Outbox {
   }
 
   private async drainOnce(): Promise<number> {
+    const generation = this.enqueued;
+    const { sent, claimed } = await this.sendDue();
+    if (claimed === BATCH || this.shared) {
+      // More may be due now, or another process may leave rows behind: the next tick looks again.
+      this.quietUntil = 0;
+    } else {
+      const next = await this.nextDue();
+      this.quietUntil = generation === this.enqueued ? next : 0;
+    }
+    return sent;
+  }
+
+  /** When the earliest unsent row falls due (epoch ms); +Infinity when none is waiting. */
+  private async nextDue(): Promise<number> {
+    try {
+      const [row] = await this.db
+        .select({ at: sql<Date | string | null>`min(${mailOutbox.nextAttemptAt})` })
+        .from(mailOutbox)
+        .where(inArray(mailOutbox.status, ["pending", "sending"]));
+      return row?.at == null ? Number.POSITIVE_INFINITY : new Date(row.at).getTime();
+    } catch (error) {
+      this.logger.warn("outbox due-time read failed", { error: String(error) });
+      return 0;
+    }
+  }
+
+  private async sendDue(): Promise<{ sent: number; claimed: number }> {
     const now = new Date(this.now());
     let rows: (typeof mailOutbox.$inferSelect)[];
     try {
@@ -118,7 +160,7 @@ export class Outbox {
         .returning();
     } catch (error) {
       this.logger.warn("outbox claim failed", { error: String(error) });
-      return 0;
+      return { sent: 0, claimed: 0 };
     }
     let sent = 0;
     for (const row of rows) {
@@ -149,6 +191,6 @@ export class Outbox {
           .where(eq(mailOutbox.id, row.id));
       }
     }
-    return sent;
+    return { sent, claimed: rows.length };
   }
 }

@@ -17,10 +17,19 @@ function decodeQuotedPrintable(raw: string): string {
 /** A real SMTP server on 127.0.0.1 that keeps what it receives. */
 export async function startSmtpServer() {
   const received: ReceivedMail[] = [];
+  /** Recipients still to refuse with a temporary failure (451), one per message. */
+  let refuseNext = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS", "AUTH"],
     logger: false,
+    onRcptTo(_address, _session, callback) {
+      if (refuseNext > 0) {
+        refuseNext--;
+        return callback(Object.assign(new Error("Try again later"), { responseCode: 451 }));
+      }
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
@@ -42,6 +51,10 @@ export async function startSmtpServer() {
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
+    /** The next `count` messages are refused with 451 (a temporary failure). */
+    refuse(count: number) {
+      refuseNext = count;
+    },
     /** Waits (bounded) until `count` messages have arrived. */
     async waitFor(count: number, timeoutMs = 5_000): Promise<ReceivedMail[]> {
       const start = Date.now();
