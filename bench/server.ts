@@ -84,7 +84,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
   }
   const argv = [process.execPath];
   if (options.profileDir) argv.push("--cpu-prof", `--cpu-prof-dir=${options.profileDir}`);
-  argv.push("src/main.ts");
+  // The same runtime flags as `npm start` (package.json): --smol collects garbage more often.
+  argv.push("--smol", "src/main.ts");
   const child = track(Bun.spawn(argv, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" }));
 
   let out = "";

@@ -91,9 +91,17 @@ export interface SpecRateOptions {
   shortSegmentMs?: number;
   /** Start at this window boundary (epoch ms) instead of the next one. */
   startEpoch?: number;
+  /** Connections opened before the first send (default: SPEC_CONNECTIONS, at least one per key). */
+  connections?: number;
 }
 
 const PER_WINDOW = 2_000;
+/**
+ * Connections opened up front. The pool only grows when every connection is busy, and opening
+ * one costs the sender about a millisecond of its own time, which shows up as send lag; with
+ * enough open from the start, a short server stall does not make the sender late as well.
+ */
+export const SPEC_CONNECTIONS = 64;
 /** The server's default SVC_FLUSH_INTERVAL_MS. */
 const FLUSH_MS = 250;
 
@@ -106,7 +114,7 @@ export async function runSpecRate(o: SpecRateOptions): Promise<SpecRateResult> {
   const segments = short ? 1 : o.windows;
   // The lead covers a full collection and connecting (runOpenLoop) before the first send.
   const startEpoch = o.startEpoch ?? (short ? Date.now() + 1_500 : nextWindowStart(1_500));
-  const connections = k;
+  const connections = o.connections ?? Math.max(k, SPEC_CONNECTIONS);
   const schedule = buildSchedule({
     keys: k,
     perKey,

@@ -1,13 +1,14 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { PGliteThread } from "./pglite-thread";
 import * as schema from "./schema";
 
 /** The drizzle database both drivers give us: store code is written against this type only. */
@@ -44,17 +45,22 @@ export async function openDatabase(options: { url?: string; dataDir?: string }):
     };
   }
   const dir = options.dataDir ?? ":memory:";
-  let client: PGlite;
-  if (dir === ":memory:") {
-    client = new PGlite();
-  } else {
+  let folder: string | null = null;
+  if (dir !== ":memory:") {
     mkdirSync(dir, { recursive: true });
-    const folder = join(dir, "pg");
+    folder = join(dir, "pg");
     if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
-    client = new PGlite(folder, { startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS] });
   }
-  const db = drizzlePglite({ client, schema, casing: "snake_case" });
-  await migratePglite(db, { migrationsFolder });
+  // PGlite runs in its own thread: its work never blocks the thread that serves requests.
+  const client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+  // drizzle's PGlite driver calls only `query` and `transaction`, which PGliteThread provides.
+  const db = drizzlePglite({ client: client as unknown as PGlite, schema, casing: "snake_case" });
+  try {
+    await migratePglite(db, { migrationsFolder });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
   return {
     db: db as unknown as Db,
     kind: "embedded",

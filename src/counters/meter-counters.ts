@@ -40,11 +40,11 @@ export function holds(value: MeterValue, item: string): boolean {
 }
 
 /**
- * Rows per statement. Embedded Postgres runs each statement on this thread (WASM), so smaller
- * statements keep the event loop free between them; a server runs them elsewhere.
+ * Rows per statement (both stores run statements off the request thread: a server elsewhere,
+ * the embedded store in its own thread). Larger statements cost fewer round trips; this size
+ * keeps one statement's parameters to a few hundred KB.
  */
-const SERVER_CHUNK = 5000;
-const EMBEDDED_CHUNK = 500;
+const STATEMENT_ROWS = 5000;
 /** Distinct article ids kept as one shared string each (past this, ids are stored as given). */
 const MAX_INTERNED = 200_000;
 
@@ -246,7 +246,6 @@ export class MeterCounters implements Flushable {
   private readonly loader: BatchLoader<Loaded>;
 
   private readonly maxEntries: number;
-  private readonly chunk: number;
   /** Keys known to exist in Postgres; only when this process is the store's only writer. */
   private readonly present: AbsenceFilter | null;
 
@@ -255,7 +254,6 @@ export class MeterCounters implements Flushable {
     options: { maxEntries?: number; exclusiveWriter?: boolean } = {},
   ) {
     this.maxEntries = options.maxEntries ?? 4_000_000;
-    this.chunk = options.exclusiveWriter ? EMBEDDED_CHUNK : SERVER_CHUNK;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
       (keys) => this.loadMany(keys),
@@ -370,7 +368,7 @@ export class MeterCounters implements Flushable {
                 items.push(item);
               }
             }
-            if (counts.length >= this.chunk) await write();
+            if (counts.length >= STATEMENT_ROWS) await write();
           }
         }
         await write();
@@ -400,7 +398,7 @@ export class MeterCounters implements Flushable {
 
   private async loadMany(keys: string[]): Promise<Map<string, Loaded>> {
     const found = new Map<string, Loaded>();
-    const chunk = this.chunk;
+    const chunk = STATEMENT_ROWS;
     for (let i = 0; i < keys.length; i += chunk) {
       const wanted = new KeyArrays();
       for (const key of keys.slice(i, i + chunk)) wanted.pushKey(key);
