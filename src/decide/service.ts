@@ -52,12 +52,16 @@ export function takeRate(windows: RateWindows, key: string, nowMs: number): void
   }
 }
 
-/** A document's meter with its counter table for the current period (looked up once per period). */
+/**
+ * A document's meter with its counter table for one period (looked up once per period). Never
+ * changed in place: a new period gets a new slot, so a request that holds a slot across an await
+ * keeps reading and ticking the table it loaded, even if the period rolls over meanwhile.
+ */
 interface MeterSlot {
   readonly meter: CompiledMeter;
   readonly seenKind: boolean;
-  period: string;
-  table: MeterTable;
+  readonly period: string;
+  readonly table: MeterTable;
 }
 const slotCache = new WeakMap<CompiledSite, Map<string, MeterSlot>>();
 
@@ -73,21 +77,14 @@ function meterSlot(
     slots = new Map();
     slotCache.set(document, slots);
   }
-  let slot = slots.get(name);
-  if (slot === undefined) {
-    const meter = document.meters.get(name);
-    if (meter === undefined) return undefined;
-    const period = meter.periodKey(now);
-    const seenKind = meter.kind === "seen";
-    slot = { meter, seenKind, period, table: meters.table(site.tenantId, site.id, name, period, seenKind) };
-    slots.set(name, slot);
-    return slot;
-  }
-  const period = slot.meter.periodKey(now);
-  if (period !== slot.period) {
-    slot.period = period;
-    slot.table = meters.table(site.tenantId, site.id, name, period, slot.seenKind);
-  }
+  const known = slots.get(name);
+  const meter = known?.meter ?? document.meters.get(name);
+  if (meter === undefined) return undefined;
+  const period = meter.periodKey(now);
+  if (known !== undefined && known.period === period) return known;
+  const seenKind = meter.kind === "seen";
+  const slot = { meter, seenKind, period, table: meters.table(site.tenantId, site.id, name, period, seenKind) };
+  slots.set(name, slot);
   return slot;
 }
 
