@@ -48,7 +48,11 @@ export class PGliteThread {
   private constructor() {
     this.worker = new Worker(new URL("./pglite-worker.ts", import.meta.url).href);
     this.worker.onmessage = (event: MessageEvent<ThreadReply>) => this.settle(event.data);
-    this.worker.onerror = (event) => this.failAll(new Error(`embedded database thread failed: ${event.message}`));
+    this.worker.onerror = (event) => {
+      // A dead thread answers nothing more: refuse what comes next instead of waiting forever.
+      this.closed = true;
+      this.failAll(new Error(`embedded database thread failed: ${event.message}`));
+    };
   }
 
   /** Starts the thread and opens the folder (null: in memory). */
