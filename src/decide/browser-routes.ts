@@ -9,7 +9,7 @@ import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { DecideBody } from "./model";
 import { chooseDocument } from "./routes";
-import { decide, evaluateRequest, takeRate } from "./service";
+import { decide, decideDepsOf, evaluateRequest, takeRate } from "./service";
 
 const ALLOWED_HEADERS = `content-type, ${SITE_HEADER}, ${PREVIEW_HEADER}`;
 
@@ -41,7 +41,7 @@ function checkOrigin(site: SiteState, origin: string | null): string {
 
 /** POST /svc/v1/decide: the browser decide mount (origin allowlist, access cookie, no key). */
 export function browserDecideRoutes(deps: Deps) {
-  const decideDeps = { meters: deps.meters, userFacts: deps.userFacts, igluVendor: deps.config.igluVendor };
+  const decideDeps = decideDepsOf(deps);
   return new Elysia({ prefix: "/svc/v1" })
     .options("/decide", ({ request }) => {
       // A preflight carries no site header: allow an origin some served site of the tenant allows;
@@ -105,7 +105,7 @@ const ForwardQuery = t.Object({
  * destination. No key, no origin check; identity is the access cookie; no meter is charged.
  */
 export function forwardRoutes(deps: Deps, prefix: Mount) {
-  const decideDeps = { meters: deps.meters, userFacts: deps.userFacts, igluVendor: deps.config.igluVendor };
+  const decideDeps = decideDepsOf(deps);
   return new Elysia({ prefix }).get(
     "/decide/forward",
     async ({ request, query, server }) => {

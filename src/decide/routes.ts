@@ -7,7 +7,7 @@ import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { DecideBody, type DecideInput } from "./model";
-import { decide, takeRate } from "./service";
+import { decide, decideDepsOf, takeRate } from "./service";
 
 /**
  * The staged document under a valid preview token for this site; otherwise, silently, live.
@@ -41,7 +41,7 @@ const JSON_HEADERS = { "content-type": "application/json" } as const;
  * The key is checked before the body is read, so an unauthenticated caller costs a header read.
  */
 export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Response> {
-  const decideDeps = { meters: deps.meters, userFacts: deps.userFacts, igluVendor: deps.config.igluVendor };
+  const decideDeps = decideDepsOf(deps);
   const schema = TypeCompiler.Compile(DecideBody);
   const maxBody = deps.config.maxBodyBytes;
   return async (request) => {

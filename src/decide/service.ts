@@ -3,6 +3,7 @@ import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, CompiledMeter, FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
 import { countOf, holds, type MeterCounters, type MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
+import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
 import type { UserFactsCache } from "../users/facts-cache";
@@ -11,7 +12,17 @@ import type { DecideInput } from "./model";
 export interface DecideDeps {
   readonly meters: MeterCounters;
   readonly userFacts: UserFactsCache;
-  readonly igluVendor: string;
+  /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR), built once. */
+  readonly exposureSchema: string;
+}
+
+/** What decide needs of the process' dependencies (every decide route builds it once). */
+export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">): DecideDeps {
+  return {
+    meters: deps.meters,
+    userFacts: deps.userFacts,
+    exposureSchema: `iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`,
+  };
 }
 
 export interface ExposureEvent {
@@ -226,7 +237,7 @@ function respond(deps: DecideDeps, req: DecideRequest, evaluated: Evaluated): De
 
   const exposures: ExposureEvent[] = [];
   if (result.exposures.length > 0) {
-    const schema = `iglu:${deps.igluVendor}/experiment_exposure/jsonschema/1-0-0`;
+    const schema = deps.exposureSchema;
     for (const e of result.exposures) {
       exposures.push({ schema, data: { experiment: e.experiment, variant: e.variant, preview: req.preview } });
     }
