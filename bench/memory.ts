@@ -5,7 +5,7 @@
  * its window. Bodies are built per request from pre-signed articles: only the device id varies,
  * nothing is signed here.
  */
-import { driveClosedLoop } from "./closed-loop";
+import { type DriveResult, driveClosedLoop } from "./closed-loop";
 import { buildRequest } from "./http-conn";
 import { rssMb } from "./proc";
 import type { ServerHandle } from "./server";
@@ -16,7 +16,21 @@ import { type Article, buildBody, prng } from "./workload";
 export const CLOSED_LOOP_GENERATOR = "bench/closed-loop.ts (Bun.connect, HTTP/1.1 keep-alive, closed loop)";
 const ONE_MILLION = 1_000_000;
 
-export interface MemoryResult {
+/**
+ * The closed loop's own counts come as it reports them (`rps`: requests that each name a new
+ * subject, so every one is a meter miss).
+ */
+export interface MemoryResult
+  extends Pick<
+    DriveResult,
+    | "status_other"
+    | "no_response"
+    | "duration_s"
+    | "rps"
+    | "time_limit_hit"
+    | "server_cpu_cores"
+    | "generator_cpu_cores"
+  > {
   generator: string;
   store: string;
   subjects_target: number;
@@ -34,14 +48,6 @@ export interface MemoryResult {
   rss_mb_peak: number;
   rss_curve: { subjects: number; rss_mb: number }[];
   requests: number;
-  status_other: number;
-  no_response: number;
-  duration_s: number;
-  /** Throughput of requests that each name a new subject (every one a meter miss). */
-  rps: number;
-  time_limit_hit: boolean;
-  server_cpu_cores: number;
-  generator_cpu_cores: number;
 }
 
 export interface MemoryOptions {
