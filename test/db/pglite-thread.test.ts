@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
 import { jsonSafe, PGliteThread } from "../../db/pglite-thread";
 
 /** The embedded store's client: PGlite in a worker thread, with PGlite's own ordering. */
@@ -103,4 +104,27 @@ describe("PGliteThread", () => {
     );
     expect(failure?.message).toBe("the embedded database is closed");
   });
+});
+
+describe("PGliteThread priority", () => {
+  test.skipIf(process.platform !== "linux")(
+    "the database thread runs at nice 10 while the rest of the process keeps its priority",
+    async () => {
+      const niceOf = (tid: string) => {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+        // Fields after the command name (which may hold spaces); nice is field 19 overall.
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      };
+      const before = new Set(readdirSync("/proc/self/task"));
+      const db = await PGliteThread.open(null);
+      try {
+        const added = readdirSync("/proc/self/task").filter((t) => !before.has(t));
+        expect(added.map(niceOf)).toContain(10);
+        expect(niceOf(String(process.pid))).toBe(0);
+      } finally {
+        await db.close();
+      }
+    },
+    60_000,
+  );
 });
