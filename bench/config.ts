@@ -21,6 +21,8 @@ export interface BenchConfig {
   /** Distinct meter subjects the memory scenario touches, and its time limit. */
   memorySubjects: number;
   memoryTimeLimitS: number;
+  /** Longest wait, after the memory load, for the server to write its backlog and go quiet. */
+  memorySettleLimitS: number;
   memoryKeys: number;
   /** Time limit of the prime pass (one request per reader of the pools). */
   primeTimeLimitS: number;
@@ -84,6 +86,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       saturationS: 2,
       memorySubjects: 2_000,
       memoryTimeLimitS: 10,
+      memorySettleLimitS: 10,
       primeTimeLimitS: 10,
       memoryKeys: 10,
       bodiesPerSpecKey: 400,
@@ -104,6 +107,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       saturationS: 6,
       memorySubjects: 100_000,
       memoryTimeLimitS: 12,
+      memorySettleLimitS: 20,
       primeTimeLimitS: 30,
       memoryKeys: 100,
       bodiesPerSpecKey: 2_000,
@@ -123,6 +127,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     saturationS: 30,
     memorySubjects: 1_000_000,
     memoryTimeLimitS: 5_400,
+    memorySettleLimitS: 180,
     primeTimeLimitS: 300,
     memoryKeys: 200,
     bodiesPerSpecKey: 4_000,

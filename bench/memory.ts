@@ -1,13 +1,13 @@
 /**
  * Memory: on a fresh server, touch N distinct meter subjects (each request names a new device
- * id; the paywall and recirculation features hold its seen and count meters), let the flusher
- * drain, then read VmRSS from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
+ * id; the paywall and recirculation features hold its seen and count meters), wait until the
+ * server has written its backlog and gone quiet, then read VmRSS from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
  * its window. Bodies are built per request from pre-signed articles: only the device id varies,
  * nothing is signed here.
  */
 import { type DriveResult, driveClosedLoop } from "./closed-loop";
 import { buildRequest } from "./http-conn";
-import { rssMb } from "./proc";
+import { cpuSeconds, rssMb } from "./proc";
 import type { ServerHandle } from "./server";
 import { BENCH_SITE } from "./site";
 import { round } from "./stats";
@@ -38,8 +38,16 @@ export interface MemoryResult
   subjects_touched: number;
   /** Meters held per subject: `articles` (seen) and `api_views` (count). */
   meters_per_subject: number;
-  /** RSS after `subjects_touched`; the one-million figure is set only when a million were touched. */
+  /**
+   * RSS after `subjects_touched`, once the server went quiet (its write backlog flushed); the
+   * one-million figure is set only when a million were touched.
+   */
   rss_mb: number;
+  /** RSS the moment the load stopped, before the backlog was written. */
+  rss_mb_at_load_end: number;
+  /** Seconds from the end of the load until the server went quiet, and whether it did in time. */
+  settle_s: number;
+  settled: boolean;
   rss_mb_at_1m_subjects: number | null;
   /** RSS of the fresh server after deploy and key issue, before any subject. */
   rss_mb_baseline: number;
@@ -57,6 +65,8 @@ export interface MemoryOptions {
   optional: readonly string[];
   subjects: number;
   timeLimitS: number;
+  /** Longest wait for the server to go quiet after the load. */
+  settleLimitS: number;
   /** Called with every sample (every 5 s), so an interrupted run still knows how far it got. */
   onProgress?: (p: { subjects_touched: number; rss_mb: number; elapsed_s: number }) => void;
 }
@@ -94,8 +104,10 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     },
     sampleMs: 5_000,
   });
-  // Let the flusher write the last deltas (every 250 ms) before reading memory.
-  await Bun.sleep(1_500);
+  // Every request names a new subject, so the store's writes fall behind the load; the figure
+  // is read once the server has written its backlog and gone quiet (its CPU near zero).
+  const rssAtLoadEnd = rssMb(o.server.pid);
+  const settled = await waitUntilQuiet(o.server.pid, o.settleLimitS);
   const rss = rssMb(o.server.pid);
   const touched = run.status_200;
   curve.push({ subjects: touched, rss_mb: round(rss, 1) });
@@ -106,6 +118,9 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     subjects_touched: touched,
     meters_per_subject: 2,
     rss_mb: round(rss, 1),
+    rss_mb_at_load_end: round(rssAtLoadEnd, 1),
+    settle_s: settled.seconds,
+    settled: settled.quiet,
     rss_mb_at_1m_subjects: touched >= ONE_MILLION ? round(rss, 1) : null,
     rss_mb_baseline: round(baseline, 1),
     // Only meaningful once growth dwarfs garbage-collection noise (tens of MB either way).
@@ -121,4 +136,22 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     server_cpu_cores: run.server_cpu_cores,
     generator_cpu_cores: run.generator_cpu_cores,
   };
+}
+
+/**
+ * Below this many cores over a one-second sample, the server counts as quiet: writing a backlog
+ * keeps it near one core, and an idle process with a large heap still uses a few percent.
+ */
+const QUIET_CORES = 0.2;
+
+/** Waits until a process uses under QUIET_CORES for one second, or `limitS` passes. */
+async function waitUntilQuiet(pid: number, limitS: number): Promise<{ seconds: number; quiet: boolean }> {
+  const t0 = performance.now();
+  for (;;) {
+    const c0 = cpuSeconds(pid);
+    await Bun.sleep(1_000);
+    const seconds = round((performance.now() - t0) / 1000, 1);
+    if (cpuSeconds(pid) - c0 < QUIET_CORES) return { seconds, quiet: true };
+    if (seconds >= limitS) return { seconds, quiet: false };
+  }
 }

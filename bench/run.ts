@@ -315,6 +315,7 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
         optional,
         subjects: cfg.memorySubjects,
         timeLimitS: cfg.memoryTimeLimitS,
+        settleLimitS: cfg.memorySettleLimitS,
         onProgress: (progress) => {
           results.memory_progress = progress;
         },

@@ -58,10 +58,21 @@ interface KeyColumns {
 
 const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
 
+/** A slot's flush state (bits): ticked since its last take, and taken by the running flush. */
+const DIRTY = 1;
+const IN_FLIGHT = 2;
+
 /**
  * The values of one (tenant, site, meter, period), keyed by subject. Subjects sit in a compact
- * index (the same string object across a subject's meters); counts live in an Int32Array and
- * seen members are shared article-id strings, so a held subject costs a few dozen bytes a meter.
+ * index (their characters in one byte arena, no string per subject); counts live in an Int32Array
+ * and seen members are shared article-id strings, so a held subject costs a few dozen bytes a
+ * meter.
+ *
+ * What is not yet durable is kept per slot too (a count meter's delta, or how many of a seen
+ * meter's members are durable), with a queue of dirty slots: a backlog of unflushed subjects
+ * (a flush falling behind a burst) costs no object per subject. A flush takes slots from the
+ * queue in order; a dirty or in-flight slot is never evicted, so it still holds its subject when
+ * the flush settles.
  */
 export class MeterTable {
   private index = new SubjectIndex();
@@ -69,8 +80,20 @@ export class MeterTable {
   private counts = new Int32Array(0);
   /** Seen meters: slot -> members. */
   private members: (SeenValue | undefined)[] = [];
-  /** Unflushed: a count meter's delta, or a seen meter's new members. */
-  dirty = new Map<string, number | string[]>();
+  /** Count meters: slot -> unflushed delta. Seen meters: slot -> members durable (or in flight). */
+  private pending = new Int32Array(0);
+  /** slot -> DIRTY | IN_FLIGHT. */
+  private state = new Uint8Array(0);
+  /** Dirty slots in the order they became dirty (a ring: `head` is the oldest). */
+  private queue = new Int32Array(16);
+  private head = 0;
+  private queued = 0;
+  /** Slots whose state is not 0 (neither evictable nor resettable). */
+  private busy = 0;
+  /** The running flush's take: slots, what to restore if it fails, and their subjects. */
+  private flying: number[] = [];
+  private flyingBefore: number[] = [];
+  private flyingSubjects: string[] = [];
   /** Where the next eviction sweep starts. */
   private cursor = 0;
 
@@ -86,6 +109,11 @@ export class MeterTable {
   /** Subjects held. */
   get size(): number {
     return this.index.size;
+  }
+
+  /** Subjects with unflushed ticks. */
+  get dirtyCount(): number {
+    return this.queued;
   }
 
   /** The held value, or undefined when it must be read first (no I/O). */
@@ -111,9 +139,8 @@ export class MeterTable {
   tickCount(subject: string): void {
     const slot = this.slotOf(subject);
     this.counts[slot] = (this.counts[slot] as number) + 1;
-    const pending = this.dirty.get(subject);
-    this.dirty.set(subject, (typeof pending === "number" ? pending : 0) + 1);
-    this.owner.markDirty(this);
+    this.pending[slot] = (this.pending[slot] as number) + 1;
+    this.markDirty(slot);
   }
 
   /** Counts an article once on a seen meter; returns false when it was already counted. */
@@ -125,10 +152,7 @@ export class MeterTable {
     if (typeof value === "string") this.members[slot] = [value, item];
     else if (value.length === 0) this.members[slot] = item;
     else (value as string[]).push(item);
-    const pending = this.dirty.get(subject);
-    if (Array.isArray(pending)) pending.push(item);
-    else this.dirty.set(subject, [item]);
-    this.owner.markDirty(this);
+    this.markDirty(slot);
     return true;
   }
 
@@ -142,20 +166,102 @@ export class MeterTable {
       if (enough()) break;
       const slot = this.cursor;
       this.cursor = slot + 1 >= limit ? 0 : slot + 1;
-      const subject = this.index.keyAt(slot);
-      if (subject === undefined || this.dirty.has(subject)) continue;
-      this.index.delete(subject);
+      if (this.state[slot] !== 0 || !this.index.deleteSlot(slot)) continue;
       if (this.seenKind) this.members[slot] = undefined;
       this.owner.evicted();
     }
-    if (this.index.size === 0 && this.dirty.size === 0) {
+    if (this.index.size === 0 && this.busy === 0) {
       // Emptied (e.g. a past period): give back the grown arrays. The table itself stays
       // registered, since decide holds it for its period and must keep reaching the same one.
       this.index = new SubjectIndex();
       this.counts = new Int32Array(0);
       this.members = [];
+      this.pending = new Int32Array(0);
+      this.state = new Uint8Array(0);
+      this.queue = new Int32Array(16);
+      this.head = 0;
       this.cursor = 0;
     }
+  }
+
+  /**
+   * @internal Moves up to `limit` dirty subjects, oldest first, into `batch` and marks them in
+   * flight; returns how many it took. `settle` must follow before the next take.
+   */
+  take(batch: FlushBatch, limit: number): number {
+    let taken = 0;
+    while (taken < limit && this.queued > 0) {
+      const slot = this.queue[this.head] as number;
+      this.head = this.head + 1 === this.queue.length ? 0 : this.head + 1;
+      this.queued -= 1;
+      const subject = this.index.keyAt(slot) as string;
+      this.state[slot] = IN_FLIGHT;
+      this.flying.push(slot);
+      this.flyingSubjects.push(subject);
+      taken += 1;
+      if (!this.seenKind) {
+        const delta = this.pending[slot] as number;
+        this.pending[slot] = 0;
+        this.flyingBefore.push(delta);
+        batch.counts.push(this, subject);
+        batch.deltas.push(delta);
+        continue;
+      }
+      const value = this.members[slot] ?? NO_ITEMS;
+      const from = this.pending[slot] as number;
+      const all = typeof value === "string" ? [value] : value;
+      this.pending[slot] = all.length;
+      this.flyingBefore.push(from);
+      for (let i = from; i < all.length; i++) {
+        batch.seen.push(this, subject);
+        batch.items.push(all[i] as string);
+      }
+    }
+    return taken;
+  }
+
+  /**
+   * @internal Ends the take: on success the slots are clean unless ticked since; on failure
+   * their deltas (or members) are pending again, together with anything ticked since.
+   */
+  settle(written: boolean, present: AbsenceFilter | null): void {
+    for (let i = 0; i < this.flying.length; i++) {
+      const slot = this.flying[i] as number;
+      const state = (this.state[slot] as number) & ~IN_FLIGHT;
+      this.state[slot] = state;
+      if (written) {
+        if (state === 0) this.busy -= 1;
+        present?.add(meterKey(this.tenant, this.site, this.meter, this.flyingSubjects[i] as string, this.period));
+        continue;
+      }
+      if (this.seenKind) this.pending[slot] = this.flyingBefore[i] as number;
+      else this.pending[slot] = (this.pending[slot] as number) + (this.flyingBefore[i] as number);
+      if (state === 0) this.busy -= 1;
+      this.markDirty(slot);
+    }
+    this.flying = [];
+    this.flyingBefore = [];
+    this.flyingSubjects = [];
+  }
+
+  private markDirty(slot: number): void {
+    const state = this.state[slot] as number;
+    if ((state & DIRTY) !== 0) return;
+    if (state === 0) this.busy += 1;
+    this.state[slot] = state | DIRTY;
+    if (this.queued === this.queue.length) {
+      // Full: unroll the ring into one twice the size.
+      const queue = new Int32Array(this.queue.length * 2);
+      const tail = this.queue.subarray(this.head);
+      queue.set(tail);
+      queue.set(this.queue.subarray(0, this.head), tail.length);
+      this.queue = queue;
+      this.head = 0;
+    }
+    const at = this.head + this.queued;
+    this.queue[at >= this.queue.length ? at - this.queue.length : at] = slot;
+    this.queued += 1;
+    this.owner.markDirty(this);
   }
 
   /** A held subject's slot; a subject never loaded starts empty (callers load first). */
@@ -168,17 +274,29 @@ export class MeterTable {
     return added;
   }
 
+  /** Places a loaded (durable) value in a new or reused slot. */
   private store(slot: number, value: MeterValue): void {
+    if (slot >= this.state.length) {
+      const size = Math.max(16, this.state.length * 2, slot + 1);
+      const pending = new Int32Array(size);
+      pending.set(this.pending);
+      this.pending = pending;
+      const state = new Uint8Array(size);
+      state.set(this.state);
+      this.state = state;
+      if (!this.seenKind) {
+        const counts = new Int32Array(size);
+        counts.set(this.counts);
+        this.counts = counts;
+      }
+    }
     if (this.seenKind) {
       this.members[slot] = value as SeenValue;
-      return;
+      this.pending[slot] = countOf(value);
+    } else {
+      this.counts[slot] = value as number;
+      this.pending[slot] = 0;
     }
-    if (slot >= this.counts.length) {
-      const counts = new Int32Array(Math.max(16, this.counts.length * 2, slot + 1));
-      counts.set(this.counts);
-      this.counts = counts;
-    }
-    this.counts[slot] = value as number;
   }
 
   private fromLoaded(loaded: Loaded): MeterValue {
@@ -225,10 +343,13 @@ class KeyArrays {
   }
 }
 
-/** One flush's worth of a table: the dirty map it took, to merge back if the write fails. */
-interface Taken {
-  table: MeterTable;
-  dirty: Map<string, number | string[]>;
+/** One flush statement pair's rows: count deltas, and seen members to insert once. */
+class FlushBatch {
+  readonly counts = new KeyArrays();
+  readonly deltas: number[] = [];
+  readonly seen = new KeyArrays();
+  readonly items: string[] = [];
+  readonly tables: MeterTable[] = [];
 }
 
 /**
@@ -267,8 +388,10 @@ export class MeterCounters implements Flushable {
    */
   async prime(): Promise<void> {
     if (!this.present) return;
+    // Seen meters are stored as members only (no count row), so their keys come from meter_seen.
     const rows = rowsOf<KeyColumns>(
-      await this.db.execute(sql`select tenant_id, site_id, meter, subject, period from meter_counts`),
+      await this.db.execute(sql`select tenant_id, site_id, meter, subject, period from meter_counts
+        union select tenant_id, site_id, meter, subject, period from meter_seen`),
     );
     for (const r of rows) this.present.add(keyOfRow(r));
   }
@@ -292,7 +415,7 @@ export class MeterCounters implements Flushable {
   /** Entries with unflushed deltas, over every table. */
   get pendingCount(): number {
     let n = 0;
-    for (const t of this.dirtyTables) n += t.dirty.size;
+    for (const t of this.dirtyTables) n += t.dirtyCount;
     return n;
   }
 
@@ -326,74 +449,51 @@ export class MeterCounters implements Flushable {
     return item;
   }
 
+  /**
+   * Writes what was dirty when it began, in transactions of at most STATEMENT_ROWS subjects
+   * (ticks that arrive meanwhile wait for the next flush). A failed transaction puts its deltas
+   * back and stops; those written before it stay written.
+   */
   async flush(): Promise<void> {
-    if (this.dirtyTables.size === 0) return;
-    const taken: Taken[] = [];
-    for (const table of this.dirtyTables) {
-      taken.push({ table, dirty: table.dirty });
-      table.dirty = new Map();
-    }
-    this.dirtyTables = new Set();
-    try {
-      await this.db.transaction(async (tx) => {
-        let counts = new KeyArrays();
-        let deltas: number[] = [];
-        let seen = new KeyArrays();
-        let items: string[] = [];
-        const write = async () => {
-          // Columns as arrays through unnest: a constant-size statement however many rows.
-          if (counts.length > 0) {
-            await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
-              select * from unnest(${counts.params()}, ${sql.param(deltas)}::int[])
-              on conflict (tenant_id, site_id, meter, subject, period)
-              do update set count = meter_counts.count + excluded.count`);
-          }
-          if (items.length > 0) {
-            await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
-              select * from unnest(${seen.params()}, ${sql.param(items)}::text[]) on conflict do nothing`);
-          }
-          counts = new KeyArrays();
-          deltas = [];
-          seen = new KeyArrays();
-          items = [];
-        };
-        for (const { table, dirty } of taken) {
-          for (const [subject, pending] of dirty) {
-            counts.push(table, subject);
-            if (typeof pending === "number") deltas.push(pending);
-            else {
-              deltas.push(pending.length);
-              for (const item of pending) {
-                seen.push(table, subject);
-                items.push(item);
-              }
-            }
-            if (counts.length >= STATEMENT_ROWS) await write();
-          }
-        }
-        await write();
-      });
-      if (this.present) {
-        for (const { table, dirty } of taken) {
-          for (const subject of dirty.keys())
-            this.present.add(meterKey(table.tenant, table.site, table.meter, subject, table.period));
-        }
+    let budget = this.pendingCount;
+    while (budget > 0 && this.dirtyTables.size > 0) {
+      const batch = new FlushBatch();
+      const want = Math.min(STATEMENT_ROWS, budget);
+      let room = want;
+      for (const table of this.dirtyTables) {
+        if (room === 0) break;
+        const taken = table.take(batch, room);
+        if (taken > 0) batch.tables.push(table);
+        room -= taken;
+        if (table.dirtyCount === 0) this.dirtyTables.delete(table);
       }
-    } catch (error) {
-      for (const { table, dirty } of taken) this.mergeBack(table, dirty);
-      throw error;
+      budget -= want - room;
+      if (batch.tables.length === 0) break;
+      try {
+        await this.write(batch);
+      } catch (error) {
+        for (const table of batch.tables) table.settle(false, this.present);
+        throw error;
+      }
+      for (const table of batch.tables) table.settle(true, this.present);
     }
   }
 
-  /** A failed flush's deltas go back in front of whatever was ticked since. */
-  private mergeBack(table: MeterTable, failed: Map<string, number | string[]>): void {
-    for (const [subject, p] of failed) {
-      const now = table.dirty.get(subject);
-      if (now === undefined) table.dirty.set(subject, p);
-      else if (typeof p === "number") table.dirty.set(subject, p + (now as number));
-      else table.dirty.set(subject, [...p, ...(now as string[])]);
-    }
-    if (table.dirty.size > 0) this.dirtyTables.add(table);
+  /** One batch in one transaction: count deltas added, seen members inserted once. */
+  private async write(batch: FlushBatch): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      // Columns as arrays through unnest: a constant-size statement however many rows.
+      if (batch.counts.length > 0) {
+        await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
+          select * from unnest(${batch.counts.params()}, ${sql.param(batch.deltas)}::int[])
+          on conflict (tenant_id, site_id, meter, subject, period)
+          do update set count = meter_counts.count + excluded.count`);
+      }
+      if (batch.items.length > 0) {
+        await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
+          select * from unnest(${batch.seen.params()}, ${sql.param(batch.items)}::text[]) on conflict do nothing`);
+      }
+    });
   }
 
   private async loadMany(keys: string[]): Promise<Map<string, Loaded>> {

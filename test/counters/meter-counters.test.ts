@@ -1,5 +1,6 @@
 import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
+import { rowsOf } from "../../db/client";
 import { countOf, holds, MeterCounters } from "../../src/counters/meter-counters";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 
@@ -121,6 +122,80 @@ describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) =>
       await freshSeen.load("r");
       expect(freshCalls.peek("r")).toBe(2);
       expect(countOf(freshSeen.peek("r") ?? 0)).toBe(2);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+});
+
+describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind) => {
+  it("writes more subjects than one statement holds, and keeps what is ticked while a flush is in flight", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      await counters.prime();
+      const calls = counters.table("t", "s", "calls", "all", false);
+      const seen = counters.table("t", "s", "articles", "all", true);
+      // Ticked first, so the first transaction takes it along with 4,999 of the calls.
+      await seen.load("r0");
+      seen.tickSeen("r0", "a-1");
+      // 12,000 subjects: three transactions of at most 5,000.
+      const subjects = Array.from({ length: 12_000 }, (_, i) => `r${i}`);
+      await Promise.all(subjects.map((subject) => calls.load(subject)));
+      for (const subject of subjects) calls.tickCount(subject);
+      expect(counters.pendingCount).toBe(12_001);
+      // The flush takes its first batch before it yields; these ticks arrive while it is in flight.
+      const flushing = counters.flush();
+      calls.tickCount("r0");
+      seen.tickSeen("r0", "a-2");
+      await flushing;
+      expect(counters.pendingCount).toBe(2);
+      const stored = async () =>
+        rowsOf<{ n: number; total: number; seen: number }>(
+          await db.db.execute(sql`select count(*)::int as n, sum(count)::int as total,
+            (select count(*)::int from meter_seen) as seen from meter_counts`),
+        )[0];
+      // Seen meters are stored as members only: no count row for them.
+      expect(await stored()).toEqual({ n: 12_000, total: 12_000, seen: 1 });
+      await counters.flush();
+      expect(counters.pendingCount).toBe(0);
+      expect(await stored()).toEqual({ n: 12_000, total: 12_001, seen: 2 });
+      expect(calls.peek("r0")).toBe(2);
+      expect(countOf(seen.peek("r0") ?? 0)).toBe(2);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+
+  it("never evicts a subject whose flush is in flight, so a failed flush puts its delta back on it", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const counters = new MeterCounters(db.db, { maxEntries: 4, exclusiveWriter: kind === "embedded" });
+      await counters.prime();
+      const calls = counters.table("t", "s", "calls", "all", false);
+      for (const subject of ["a", "b", "c", "d"]) {
+        await calls.load(subject);
+        calls.tickCount(subject);
+      }
+      // Writes fail (reads still work, as the server store needs them for e, f and g).
+      await db.db.execute(sql`alter table meter_counts add constraint refuse check (count < 0) not valid`);
+      const flushing = counters.flush().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      // Past the cap while a..d are in flight: only clean subjects may go, and there are none.
+      for (const subject of ["e", "f", "g"]) await calls.load(subject);
+      expect(await flushing).toBeInstanceOf(Error);
+      for (const subject of ["a", "b", "c", "d"]) expect(calls.peek(subject)).toBe(1);
+      expect(counters.pendingCount).toBe(4);
+      await db.db.execute(sql`alter table meter_counts drop constraint refuse`);
+      await counters.flush();
+      const fresh = new MeterCounters(db.db, { exclusiveWriter: false });
+      const again = fresh.table("t", "s", "calls", "all", false);
+      for (const subject of ["a", "d"]) {
+        await again.load(subject);
+        expect(again.peek(subject)).toBe(1);
+      }
     } finally {
       await db.drop();
     }
