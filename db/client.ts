@@ -71,10 +71,12 @@ export async function openDatabase(options: { url?: string; dataDir?: string }):
 
 /**
  * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres
- * only takes batched writes and cold reads, so 16 MB of shared buffers (Postgres' default is
- * 128 MB, all of it resident in PGlite's WebAssembly memory) is plenty; the OS caches the files.
+ * only takes batched writes and cold reads, so 8 MB of shared buffers and 1 MB of WAL buffers
+ * (PGlite's are 128 MB and 4 MB, resident in its WebAssembly memory once used) are plenty; the
+ * OS caches the files. Measured: 100,000 counter upserts took the same time with 16 or 8 MB, and
+ * the thread held about 8 MB less.
  */
-const EMBEDDED_SETTINGS = ["-c", "shared_buffers=16MB"];
+const EMBEDDED_SETTINGS = ["-c", "shared_buffers=8MB", "-c", "wal_buffers=1MB"];
 
 /** Runs initdb for a new data folder in a child process (see db/init-data-dir.ts). */
 async function initDataFolder(folder: string): Promise<void> {

@@ -217,6 +217,11 @@ export class MeterTable {
         batch.items.push(all[i] as string);
       }
     }
+    // A drained backlog gives back its queue (4 bytes a subject at its longest).
+    if (this.queued === 0 && this.queue.length > 1024) {
+      this.queue = new Int32Array(16);
+      this.head = 0;
+    }
     return taken;
   }
 

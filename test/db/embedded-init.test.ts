@@ -12,7 +12,9 @@ describe("embedded data folder", () => {
       const first = await openDatabase({ dataDir: dir });
       expect(existsSync(join(dir, "pg", "PG_VERSION"))).toBe(true);
       const [row] = rowsOf<{ shared_buffers: string }>(await first.db.execute(sql`show shared_buffers`));
-      expect(row?.shared_buffers).toBe("16MB");
+      expect(row?.shared_buffers).toBe("8MB");
+      const [wal] = rowsOf<{ wal_buffers: string }>(await first.db.execute(sql`show wal_buffers`));
+      expect(wal?.wal_buffers).toBe("1MB");
       await first.db.execute(sql`insert into tenants (id, is_default) values ('kept', false)`);
       await first.close();
       const second = await openDatabase({ dataDir: dir });
