@@ -40,9 +40,9 @@ export function holds(value: MeterValue, item: string): boolean {
 }
 
 /**
- * Rows per statement (both stores run statements off the request thread: a server elsewhere,
- * the embedded store in its own thread). Larger statements cost fewer round trips; this size
- * keeps one statement's parameters to a few hundred KB.
+ * Rows per statement, and subjects per flush transaction (both stores run statements off the
+ * request thread: a server elsewhere, the embedded store in its own thread). Larger statements
+ * cost fewer round trips; this size keeps one statement's parameters to a few hundred KB.
  */
 const STATEMENT_ROWS = 5000;
 /** Distinct article ids kept as one shared string each (past this, ids are stored as given). */
@@ -58,9 +58,14 @@ interface KeyColumns {
 
 const keyOfRow = (r: KeyColumns) => meterKey(r.tenant_id, r.site_id, r.meter, r.subject, r.period);
 
-/** A slot's flush state (bits): ticked since its last take, and taken by the running flush. */
+/**
+ * A slot's flush state (bits): ticked since its last take; taken by the running flush; written
+ * by this process at least once (so the absence filter already knows its key).
+ */
 const DIRTY = 1;
 const IN_FLIGHT = 2;
+const WRITTEN = 4;
+const UNFLUSHED = DIRTY | IN_FLIGHT;
 
 /**
  * The values of one (tenant, site, meter, period), keyed by subject. Subjects sit in a compact
@@ -82,13 +87,13 @@ export class MeterTable {
   private members: (SeenValue | undefined)[] = [];
   /** Count meters: slot -> unflushed delta. Seen meters: slot -> members durable (or in flight). */
   private pending = new Int32Array(0);
-  /** slot -> DIRTY | IN_FLIGHT. */
+  /** slot -> DIRTY | IN_FLIGHT | WRITTEN. */
   private state = new Uint8Array(0);
   /** Dirty slots in the order they became dirty (a ring: `head` is the oldest). */
   private queue = new Int32Array(16);
   private head = 0;
   private queued = 0;
-  /** Slots whose state is not 0 (neither evictable nor resettable). */
+  /** Slots with unflushed ticks or in flight (neither evictable nor resettable). */
   private busy = 0;
   /** The running flush's take: slots, what to restore if it fails, and their subjects. */
   private flying: number[] = [];
@@ -166,7 +171,8 @@ export class MeterTable {
       if (enough()) break;
       const slot = this.cursor;
       this.cursor = slot + 1 >= limit ? 0 : slot + 1;
-      if (this.state[slot] !== 0 || !this.index.deleteSlot(slot)) continue;
+      if (((this.state[slot] as number) & UNFLUSHED) !== 0 || !this.index.deleteSlot(slot)) continue;
+      this.state[slot] = 0;
       if (this.seenKind) this.members[slot] = undefined;
       this.owner.evicted();
     }
@@ -195,7 +201,7 @@ export class MeterTable {
       this.head = this.head + 1 === this.queue.length ? 0 : this.head + 1;
       this.queued -= 1;
       const subject = this.index.keyAt(slot) as string;
-      this.state[slot] = IN_FLIGHT;
+      this.state[slot] = ((this.state[slot] as number) & WRITTEN) | IN_FLIGHT;
       this.flying.push(slot);
       this.flyingSubjects.push(subject);
       taken += 1;
@@ -232,16 +238,20 @@ export class MeterTable {
   settle(written: boolean, present: AbsenceFilter | null): void {
     for (let i = 0; i < this.flying.length; i++) {
       const slot = this.flying[i] as number;
-      const state = (this.state[slot] as number) & ~IN_FLIGHT;
-      this.state[slot] = state;
+      let state = (this.state[slot] as number) & ~IN_FLIGHT;
+      if ((state & UNFLUSHED) === 0) this.busy -= 1;
       if (written) {
-        if (state === 0) this.busy -= 1;
-        present?.add(meterKey(this.tenant, this.site, this.meter, this.flyingSubjects[i] as string, this.period));
+        // The key is in Postgres now: tell the absence filter once per subject, not every write.
+        if ((state & WRITTEN) === 0) {
+          present?.add(meterKey(this.tenant, this.site, this.meter, this.flyingSubjects[i] as string, this.period));
+          state |= WRITTEN;
+        }
+        this.state[slot] = state;
         continue;
       }
+      this.state[slot] = state;
       if (this.seenKind) this.pending[slot] = this.flyingBefore[i] as number;
       else this.pending[slot] = (this.pending[slot] as number) + (this.flyingBefore[i] as number);
-      if (state === 0) this.busy -= 1;
       this.markDirty(slot);
     }
     this.flying = [];
@@ -252,7 +262,7 @@ export class MeterTable {
   private markDirty(slot: number): void {
     const state = this.state[slot] as number;
     if ((state & DIRTY) !== 0) return;
-    if (state === 0) this.busy += 1;
+    if ((state & UNFLUSHED) === 0) this.busy += 1;
     this.state[slot] = state | DIRTY;
     if (this.queued === this.queue.length) {
       // Full: unroll the ring into one twice the size.
