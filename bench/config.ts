@@ -107,7 +107,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       saturationS: 6,
       memorySubjects: 100_000,
       memoryTimeLimitS: 12,
-      memorySettleLimitS: 20,
+      memorySettleLimitS: 10,
       primeTimeLimitS: 30,
       memoryKeys: 100,
       bodiesPerSpecKey: 2_000,
