@@ -403,10 +403,11 @@ export class MeterCounters implements Flushable {
    */
   async prime(): Promise<void> {
     if (!this.present) return;
-    // Seen meters are stored as members only (no count row), so their keys come from meter_seen.
+    // Seen meters are stored as members only (no count row), so their keys come from meter_seen
+    // (distinct: one row per member there; a key in both tables is simply added twice).
     const rows = rowsOf<KeyColumns>(
       await this.db.execute(sql`select tenant_id, site_id, meter, subject, period from meter_counts
-        union select tenant_id, site_id, meter, subject, period from meter_seen`),
+        union all select distinct tenant_id, site_id, meter, subject, period from meter_seen`),
     );
     for (const r of rows) this.present.add(keyOfRow(r));
   }
