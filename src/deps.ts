@@ -90,7 +90,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
-  // changes, so it has no timer poll: a query on PGlite runs on the request thread.
+  // changes, so it has no timer poll: an idle server runs no query at all.
   const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
   keys = new KeyService(keyStore, keyUsage, changes);

@@ -189,9 +189,14 @@ export class SubjectIndex {
     buckets[hole] = EMPTY;
   }
 
-  private release(slot: number): void {
+  /** Bytes the key in a slot takes in the arena. */
+  private byteLengthOf(slot: number): number {
     const stored = this.lengths[slot] as number;
-    this.dead += (stored & WIDE) === 0 ? stored : 2 * (stored & LENGTH_MASK);
+    return (stored & WIDE) === 0 ? stored : 2 * (stored & LENGTH_MASK);
+  }
+
+  private release(slot: number): void {
+    this.dead += this.byteLengthOf(slot);
     this.starts[slot] = FREE;
     if (this.freeCount >= this.free.length) {
       const free = new Int32Array(this.free.length * 2);
@@ -262,8 +267,7 @@ export class SubjectIndex {
       for (let slot = 0; slot < this.limit; slot++) {
         const from = this.starts[slot] as number;
         if (from === FREE) continue;
-        const stored = this.lengths[slot] as number;
-        const n = (stored & WIDE) === 0 ? stored : 2 * (stored & LENGTH_MASK);
+        const n = this.byteLengthOf(slot);
         next.set(this.bytes.subarray(from, from + n), at);
         this.starts[slot] = at;
         at += n;

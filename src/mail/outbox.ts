@@ -60,7 +60,7 @@ export class Outbox {
    * `shared`: other processes use the same store (a Postgres server), so every timer tick looks
    * for due rows. Otherwise (the embedded store) this process wrote every row, and after a drain
    * the ticks skip the store until the earliest unsent row falls due: an idle outbox costs no
-   * query, since a query on PGlite runs on the request thread.
+   * query.
    */
   constructor(
     private readonly db: Db,
