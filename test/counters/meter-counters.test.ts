@@ -167,6 +167,35 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
     }
   }, 60_000);
 
+  it("keeps every dirty subject when its queue wraps around and grows mid-flush", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      await counters.prime();
+      const calls = counters.table("t", "s", "calls", "all", false);
+      const first = Array.from({ length: 10 }, (_, i) => `a${i}`);
+      const second = Array.from({ length: 20 }, (_, i) => `b${i}`);
+      await Promise.all([...first, ...second].map((subject) => calls.load(subject)));
+      for (const subject of first) calls.tickCount(subject);
+      // The flush has taken a0..a9 (the queue's head moved on); twenty more arrive meanwhile,
+      // so the queue wraps past its end and must grow while its head is not at the start.
+      const flushing = counters.flush();
+      for (const subject of second) calls.tickCount(subject);
+      for (const subject of first.slice(0, 3)) calls.tickCount(subject);
+      await flushing;
+      expect(counters.pendingCount).toBe(23);
+      await counters.flush();
+      expect(counters.pendingCount).toBe(0);
+      const rows = rowsOf<{ subject: string; count: number }>(
+        await db.db.execute(sql`select subject, count from meter_counts`),
+      );
+      const expected = [...first.map((s, i) => `${s}:${i < 3 ? 2 : 1}`), ...second.map((s) => `${s}:1`)].sort();
+      expect(rows.map((r) => `${r.subject}:${Number(r.count)}`).sort()).toEqual(expected);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+
   it("never evicts a subject whose flush is in flight, so a failed flush puts its delta back on it", async () => {
     const db = await freshDatabase(kind);
     try {
