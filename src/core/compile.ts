@@ -14,6 +14,7 @@ import {
   type MeterValues,
   metersRead,
 } from "./conditions";
+import { decisionJson } from "./decision-json";
 import {
   type FeatureDefinition,
   isReferenceField,
@@ -156,7 +157,9 @@ function makeArm(outcome: OutcomeRuntime, ticks: readonly string[], exposure: Ex
   const prebuilt =
     outcome.resolveUrl === null
       ? Object.freeze(
-          exposure === undefined ? { decision: outcome.base, ticks } : { decision: outcome.base, ticks, exposure },
+          exposure === undefined
+            ? { decision: outcome.base, ticks, json: decisionJson(outcome.base) }
+            : { decision: outcome.base, ticks, exposure, json: decisionJson(outcome.base) },
         )
       : undefined;
   return { outcome, exposure, prebuilt };
@@ -250,6 +253,7 @@ function compileFeature(
   const running = def.running ?? true;
   return Object.freeze({
     name,
+    jsonKey: `${JSON.stringify(name)}:`,
     purpose: def.purpose,
     answerable: enabled && published && running,
     published,

@@ -5,10 +5,44 @@
  * set of ticks and the same set of exposures. Nothing here applies an effect.
  */
 import type { CompiledSite } from "./compile";
-import type { BatchResult, Exposure, FactSnapshot, FeatureDecision } from "./types";
+import type { BatchResult, CompiledFeature, Exposure, FactSnapshot, FeatureDecision, FeatureResult } from "./types";
 
 const NO_TICKS: readonly string[] = Object.freeze([]);
 const NO_EXPOSURES: readonly Exposure[] = Object.freeze([]);
+
+/**
+ * A batch keeps its answers as two arrays: a decide answer is written from them directly, and
+ * an object keyed by feature name (a different shape for every set of names) is only built for
+ * the callers that read `decisions`.
+ */
+class Batch implements BatchResult {
+  private byName: Record<string, FeatureDecision> | undefined;
+
+  constructor(
+    readonly answered: readonly CompiledFeature[],
+    readonly results: readonly FeatureResult[],
+    readonly unanswered: string[],
+    readonly ticks: readonly string[],
+    readonly exposures: readonly Exposure[],
+  ) {}
+
+  get decisions(): Record<string, FeatureDecision> {
+    if (this.byName === undefined) {
+      const out: Record<string, FeatureDecision> = {};
+      for (let i = 0; i < this.answered.length; i++) {
+        out[(this.answered[i] as CompiledFeature).name] = (this.results[i] as FeatureResult).decision;
+      }
+      this.byName = out;
+    }
+    return this.byName;
+  }
+}
+
+/** Whether a feature is already among the answered ones (a batch names a handful). */
+function isAnswered(answered: readonly CompiledFeature[], feature: CompiledFeature): boolean {
+  for (let i = 0; i < answered.length; i++) if (answered[i] === feature) return true;
+  return false;
+}
 
 /**
  * Evaluates the named features of a site. A name that is unknown, disabled, unpublished or not
@@ -17,7 +51,8 @@ const NO_EXPOSURES: readonly Exposure[] = Object.freeze([]);
  * first-seen order of `names`; as sets they do not depend on that order.
  */
 export function evaluateBatch(site: CompiledSite, names: readonly string[], snapshot: FactSnapshot): BatchResult {
-  const decisions: Record<string, FeatureDecision> = {};
+  const answered: CompiledFeature[] = [];
+  const results: FeatureResult[] = [];
   const unanswered: string[] = [];
   let ticks: string[] | undefined;
   let exposures: Exposure[] | undefined;
@@ -29,10 +64,10 @@ export function evaluateBatch(site: CompiledSite, names: readonly string[], snap
       if (!unanswered.includes(name)) unanswered.push(name);
       continue;
     }
-    // Feature names match ^[A-Za-z]..., so a name can never be "__proto__" here.
-    if (Object.hasOwn(decisions, name)) continue;
+    if (isAnswered(answered, feature)) continue;
     const r = feature.evaluate(snapshot);
-    decisions[name] = r.decision;
+    answered.push(feature);
+    results.push(r);
     for (const meter of r.ticks) {
       if (ticks === undefined) ticks = [meter];
       else if (!ticks.includes(meter)) ticks.push(meter);
@@ -43,5 +78,5 @@ export function evaluateBatch(site: CompiledSite, names: readonly string[], snap
       else if (!exposures.some((e) => e.experiment === exposure.experiment)) exposures.push(exposure);
     }
   }
-  return { decisions, unanswered, ticks: ticks ?? NO_TICKS, exposures: exposures ?? NO_EXPOSURES };
+  return new Batch(answered, results, unanswered, ticks ?? NO_TICKS, exposures ?? NO_EXPOSURES);
 }

@@ -72,10 +72,17 @@ export interface FeatureResult {
   /** Meter names the matched rule charges. */
   readonly ticks: readonly string[];
   readonly exposure?: Exposure;
+  /** The decision as a decide answer writes it (`decisionJson`), when the decision is shared. */
+  readonly json?: string;
 }
 
 /** Result of a batch: effects deduplicated across features, applied by the caller afterwards. */
 export interface BatchResult {
+  /** The answered features, each once, in first-seen order of the requested names. */
+  readonly answered: readonly CompiledFeature[];
+  /** What each answered feature resolved to, index for index with `answered`. */
+  readonly results: readonly FeatureResult[];
+  /** The same decisions by feature name (built on first read). */
   readonly decisions: Record<string, FeatureDecision>;
   readonly unanswered: string[];
   /** Each meter at most once per request. */
@@ -98,6 +105,8 @@ export type FeaturePurpose = "decision" | "journey";
 
 export interface CompiledFeature {
   readonly name: string;
+  /** The name as a JSON object key with its colon (`"paywall":`), quoted once at compile. */
+  readonly jsonKey: string;
   readonly purpose: FeaturePurpose;
   /** enabled && published && running on this site. */
   readonly answerable: boolean;

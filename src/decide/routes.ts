@@ -7,7 +7,7 @@ import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { DecideBody, type DecideInput } from "./model";
-import { decide, decideDepsOf, takeRate } from "./service";
+import { decideDepsOf, decideJson, takeRate } from "./service";
 
 /**
  * The staged document under a valid preview token for this site; otherwise, silently, live.
@@ -27,7 +27,8 @@ export async function chooseDocument(
 
 export const KEYED_DECIDE_PATH = "/v1/decide";
 
-const JSON_HEADERS = { "content-type": "application/json" } as const;
+/** One Headers for every answer: Bun copies it natively, cheaper than reading an object's entries. */
+const JSON_HEADERS = new Headers({ "content-type": "application/json" });
 
 /**
  * POST /v1/decide, the keyed server-to-server route publishers call thousands of times a
@@ -60,9 +61,8 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       let preview = false;
       if (token !== null && site.preview !== null)
         ({ document, preview } = await chooseDocument(deps, site, token, now));
-      const decided = decide(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
-      const answer = decided instanceof Promise ? await decided : decided;
-      return new Response(JSON.stringify(answer), { headers: JSON_HEADERS });
+      const decided = decideJson(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
+      return new Response(decided instanceof Promise ? await decided : decided, { headers: JSON_HEADERS });
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);
     }

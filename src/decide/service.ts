@@ -7,6 +7,7 @@ import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
 import type { UserFactsCache } from "../users/facts-cache";
+import { answerJson } from "./answer-json";
 import type { DecideInput } from "./model";
 
 export interface DecideDeps {
@@ -14,14 +15,18 @@ export interface DecideDeps {
   readonly userFacts: UserFactsCache;
   /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR), built once. */
   readonly exposureSchema: string;
+  /** The same URI as a JSON string, for answers written straight to JSON. */
+  readonly exposureSchemaJson: string;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
 export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">): DecideDeps {
+  const exposureSchema = `iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`;
   return {
     meters: deps.meters,
     userFacts: deps.userFacts,
-    exposureSchema: `iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`,
+    exposureSchema,
+    exposureSchemaJson: JSON.stringify(exposureSchema),
   };
 }
 
@@ -222,19 +227,40 @@ function evaluateHeld(
 }
 
 /**
- * Decides a batch: evaluates every named feature against one snapshot, then applies the
- * batch's deduplicated effects once all features have resolved.
+ * Decides a batch: evaluates every named feature against one snapshot, applies the batch's
+ * deduplicated effects once all features have resolved, then renders the answer.
  */
-export function decide(deps: DecideDeps, req: DecideRequest): DecideResponse | Promise<DecideResponse> {
+function decideWith<T>(
+  deps: DecideDeps,
+  req: DecideRequest,
+  render: (deps: DecideDeps, req: DecideRequest, result: BatchResult) => T,
+): T | Promise<T> {
   const evaluated = evaluateRequest(deps, req);
-  if (evaluated instanceof Promise) return evaluated.then((e) => respond(deps, req, e));
-  return respond(deps, req, evaluated);
+  if (evaluated instanceof Promise) {
+    return evaluated.then((e) => {
+      e.applyEffects();
+      return render(deps, req, e.result);
+    });
+  }
+  evaluated.applyEffects();
+  return render(deps, req, evaluated.result);
 }
 
-function respond(deps: DecideDeps, req: DecideRequest, evaluated: Evaluated): DecideResponse {
-  const { result } = evaluated;
-  evaluated.applyEffects();
+/** Decides a batch; the answer as an object (the browser route's framework serialises it). */
+export function decide(deps: DecideDeps, req: DecideRequest): DecideResponse | Promise<DecideResponse> {
+  return decideWith(deps, req, respond);
+}
 
+/** Decides a batch; the answer as JSON text, the same bytes as `decide`'s object serialised. */
+export function decideJson(deps: DecideDeps, req: DecideRequest): string | Promise<string> {
+  return decideWith(deps, req, writeAnswer);
+}
+
+function writeAnswer(deps: DecideDeps, req: DecideRequest, result: BatchResult): string {
+  return answerJson(result, req.preview, req.accessMissing === true, deps.exposureSchemaJson);
+}
+
+function respond(deps: DecideDeps, req: DecideRequest, result: BatchResult): DecideResponse {
   const exposures: ExposureEvent[] = [];
   if (result.exposures.length > 0) {
     const schema = deps.exposureSchema;

@@ -34,10 +34,16 @@ const notJson = () => new AppError("bad_request", "The request body is not valid
  */
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
   const length = request.headers.get("content-length");
-  if (length === "0" || request.body === null) return undefined;
+  if (length === "0") return undefined;
   let text: string;
   try {
-    text = length !== null ? await request.text() : await readCapped(request.body, maxBytes);
+    if (length !== null) text = await request.text();
+    else {
+      // Reading `request.body` makes a stream, so only a body without a declared length does.
+      const body = request.body;
+      if (body === null) return undefined;
+      text = await readCapped(body, maxBytes);
+    }
   } catch (error) {
     if (error instanceof AppError) throw error;
     throw notJson();

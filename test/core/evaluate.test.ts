@@ -334,7 +334,11 @@ describe("unanswered and batches", () => {
   });
 
   test("an empty batch", () => {
-    expect(run([])).toEqual({ decisions: {}, unanswered: [], ticks: [], exposures: [] });
+    const r = run([]);
+    expect(r.answered).toEqual([]);
+    expect(r.results).toEqual([]);
+    expect(r.decisions).toEqual({});
+    expect([r.unanswered, r.ticks, r.exposures]).toEqual([[], [], []]);
   });
 
   const names = ["paywall", "teaser", "second_split", "verdicts", "journey", "disabled", "nope", "always_ticks"];

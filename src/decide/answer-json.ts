@@ -1,0 +1,31 @@
+/**
+ * The keyed decide answer written straight to JSON: the same bytes `JSON.stringify` gives for
+ * the `DecideResponse` that `decide` builds (member order as DESIGN.md writes it), without
+ * building that object. Shared decisions carry their JSON from compile (`FeatureResult.json`),
+ * feature names their quoted key (`CompiledFeature.jsonKey`), so an answer is mostly string
+ * concatenation. `test/decide/answer-json.test.ts` checks it against `JSON.stringify`.
+ */
+import { decisionJson } from "../core/decision-json";
+import type { BatchResult, Exposure, FeatureResult } from "../core/types";
+
+function exposureJson(schemaJson: string, e: Exposure, preview: boolean): string {
+  return `{"schema":${schemaJson},"data":{"experiment":${JSON.stringify(e.experiment)},"variant":${JSON.stringify(e.variant)},"preview":${preview}}}`;
+}
+
+/** A decide answer's JSON; `schemaJson` is the exposure schema URI already quoted. */
+export function answerJson(result: BatchResult, preview: boolean, accessMissing: boolean, schemaJson: string): string {
+  let out = '{"decisions":{';
+  const { answered, results } = result;
+  for (let i = 0; i < answered.length; i++) {
+    const r = results[i] as FeatureResult;
+    if (i > 0) out += ",";
+    out += (answered[i] as (typeof answered)[number]).jsonKey + (r.json ?? decisionJson(r.decision));
+  }
+  out += `},"unanswered":${result.unanswered.length === 0 ? "[]" : JSON.stringify(result.unanswered)},"preview":${preview},"exposures":[`;
+  const exposures = result.exposures;
+  for (let i = 0; i < exposures.length; i++) {
+    if (i > 0) out += ",";
+    out += exposureJson(schemaJson, exposures[i] as Exposure, preview);
+  }
+  return `${out}]${accessMissing ? ',"accessMissing":true' : ""}}`;
+}
