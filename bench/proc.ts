@@ -107,12 +107,13 @@ export function procCpu(pid: number): { stop: () => { cpu_s: number; wall_s: num
   };
 }
 
-function systemTimes(): { idle: number; irq: number; total: number } {
+function systemTimes(): { idle: number; irq: number; steal: number; total: number } {
   // user nice system idle iowait irq softirq steal
   const cpu = readFileSync("/proc/stat", "latin1").split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
   return {
     idle: (cpu[3] ?? 0) + (cpu[4] ?? 0),
     irq: (cpu[5] ?? 0) + (cpu[6] ?? 0),
+    steal: cpu[7] ?? 0,
     total: cpu.slice(0, 8).reduce((a, b) => a + b, 0),
   };
 }
@@ -122,6 +123,12 @@ export interface SystemUsage {
   busy: number;
   /** Cores spent in hard and soft interrupts (loopback networking), charged to no process. */
   irq: number;
+  /**
+   * Cores the hypervisor gave to other guests while ours wanted to run ("steal"). On a shared
+   * virtual machine this swings from run to run, and a scenario that saw it ran slower than the
+   * machine can.
+   */
+  steal: number;
 }
 
 /** Machine-wide CPU (from /proc/stat) between start and stop: ours and everyone else's. */
@@ -134,7 +141,7 @@ export function systemCpu(): { stop: () => SystemUsage } {
   }
   return {
     stop() {
-      const none = { busy: Number.NaN, irq: Number.NaN };
+      const none = { busy: Number.NaN, irq: Number.NaN, steal: Number.NaN };
       if (!a) return none;
       const b = systemTimes();
       const total = b.total - a.total;
@@ -143,6 +150,7 @@ export function systemCpu(): { stop: () => SystemUsage } {
       return {
         busy: Math.round((1 - (b.idle - a.idle) / total) * cores * 100) / 100,
         irq: Math.round(((b.irq - a.irq) / total) * cores * 100) / 100,
+        steal: Math.round(((b.steal - a.steal) / total) * cores * 100) / 100,
       };
     },
   };

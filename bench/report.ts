@@ -49,7 +49,14 @@ export interface BenchResults {
    * and what is left after those, the generator and the server: well above zero means other
    * processes shared the machine.
    */
-  contention?: Record<string, { machine_busy_cores: number; interrupt_cores: number; other_cores: number | null }>;
+  /**
+   * Machine-wide CPU per scenario: busy cores, interrupts, the hypervisor's steal (cores our
+   * guest wanted but another guest got) and what neither the generator nor the server used.
+   */
+  contention?: Record<
+    string,
+    { machine_busy_cores: number; interrupt_cores: number; steal_cores: number | null; other_cores: number | null }
+  >;
   /** The decide server under `bun --cpu-prof` (--profile): the saturation and spec-rate windows. */
   profile?: { saturation?: ProfileSummary; spec_rate?: ProfileSummary; file?: string; error?: string };
   errors: string[];
@@ -89,6 +96,9 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
   };
   return t;
 }
+
+/** Steal at or above this (cores, averaged over a scenario) is called out under the table. */
+const STEAL_NOTE_CORES = 0.05;
 
 const fmt = (v: number | null | undefined, digits = 2) =>
   v === null || v === undefined || Number.isNaN(v) ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits });
@@ -180,6 +190,12 @@ export function printTable(r: BenchResults): void {
   if (noisy.length > 0) {
     console.log(
       `note: other processes used CPU during ${noisy.map(([k, c]) => `${k} (${c.other_cores} cores)`).join(", ")}`,
+    );
+  }
+  const stolen = Object.entries(r.contention ?? {}).filter(([, c]) => (c.steal_cores ?? 0) >= STEAL_NOTE_CORES);
+  if (stolen.length > 0) {
+    console.log(
+      `note: the hypervisor took CPU from this machine (steal) during ${stolen.map(([k, c]) => `${k} (${c.steal_cores} cores)`).join(", ")}; those rows ran slower than the machine can, so compare them with care`,
     );
   }
   if (r.targets) {

@@ -66,7 +66,8 @@ async function metered<T extends { generator_cpu_cores?: number; server_cpu_core
   results.contention[name] = {
     machine_busy_cores: usage.busy,
     interrupt_cores: usage.irq,
-    other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - ours), 2),
+    steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
+    other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
   };
   return out;
 }

@@ -14,7 +14,7 @@ import {
   type MeterValues,
   metersRead,
 } from "./conditions";
-import { decisionJson } from "./decision-json";
+import { decisionJsonHead } from "./decision-json";
 import {
   type FeatureDefinition,
   isReferenceField,
@@ -62,6 +62,8 @@ interface OutcomeRuntime {
   readonly base: FeatureDecision;
   /** Resolves a templated url; null when the url is literal (then it is already in `base`). */
   readonly resolveUrl: ((s: FactSnapshot) => string | undefined) | null;
+  /** `base` as a decide answer writes it, up to the meters (`decisionJsonHead`). */
+  readonly jsonHead: string;
 }
 
 /** A `{namespace.path}` url template: each placeholder URL-encoded; any missing value -> unresolved. */
@@ -113,6 +115,7 @@ function compileOutcome(id: string, o: OutcomeDefinition, catalog: SiteDocument[
   return {
     base: Object.freeze(base),
     resolveUrl: templated ? compileUrlTemplate(o.url as string) : null,
+    jsonHead: decisionJsonHead(base),
   };
 }
 
@@ -158,8 +161,8 @@ function makeArm(outcome: OutcomeRuntime, ticks: readonly string[], exposure: Ex
     outcome.resolveUrl === null
       ? Object.freeze(
           exposure === undefined
-            ? { decision: outcome.base, ticks, json: decisionJson(outcome.base) }
-            : { decision: outcome.base, ticks, exposure, json: decisionJson(outcome.base) },
+            ? { decision: outcome.base, ticks, json: `${outcome.jsonHead}}` }
+            : { decision: outcome.base, ticks, exposure, json: `${outcome.jsonHead}}` },
         )
       : undefined;
   return { outcome, exposure, prebuilt };
@@ -168,7 +171,10 @@ function makeArm(outcome: OutcomeRuntime, ticks: readonly string[], exposure: Ex
 function result(arm: Arm, ticks: readonly string[], s: FactSnapshot, meters: MeterValues | undefined): FeatureResult {
   if (meters === undefined && arm.prebuilt !== undefined) return arm.prebuilt;
   const decision = decisionOf(arm.outcome, s, meters);
-  return arm.exposure === undefined ? { decision, ticks } : { decision, ticks, exposure: arm.exposure };
+  const jsonHead = arm.outcome.jsonHead;
+  return arm.exposure === undefined
+    ? { decision, ticks, jsonHead }
+    : { decision, ticks, exposure: arm.exposure, jsonHead };
 }
 
 /** Shared by features that read no meter: their conditions never write to it. */

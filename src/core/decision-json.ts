@@ -3,12 +3,12 @@
  * outcome, type, fields and meters, in that order, without the journey destinations (`url`,
  * `fallbackUrl` belong to the forward route, never to a decide answer).
  *
- * Written by hand because the keyed decide path answers thousands of times a second: shared
- * decisions are written once at compile (a prebuilt result carries its JSON), and a decision
- * built per request (meter values) writes its frozen `fields` from a cache instead of walking
- * them again. `test/core/decision-json.test.ts` checks it against `JSON.stringify`.
+ * Written by hand because the keyed decide path answers thousands of times a second: an
+ * outcome's JSON is written once at compile (a shared result carries it whole, a result with
+ * this request's meter values carries its head), so an answer walks no fields and no catalog
+ * objects. `test/core/decision-json.test.ts` checks it against `JSON.stringify`.
  */
-import type { FeatureDecision } from "./types";
+import type { FeatureDecision, FeatureResult } from "./types";
 
 /** JSON of frozen, shared objects (an outcome's fields): written once, reused by every answer. */
 const frozenJson = new WeakMap<object, string>();
@@ -28,22 +28,42 @@ function numberJson(n: number): string {
   return Number.isFinite(n) ? String(n) : "null";
 }
 
-/** The decision as a decide answer carries it (see the module comment). */
-export function decisionJson(d: FeatureDecision): string {
+/**
+ * A decision's JSON up to its meters: outcome, type and fields, without the closing brace. An
+ * outcome's head is written once at compile; a decision with meter values appends them to it.
+ */
+export function decisionJsonHead(d: FeatureDecision): string {
   let out = `{"outcome":${JSON.stringify(d.outcome)}`;
   if (d.type !== undefined) out += `,"type":${JSON.stringify(d.type)}`;
   if (d.fields !== undefined) out += `,"fields":${fieldsJson(d.fields)}`;
-  const meters = d.meters;
-  if (meters !== undefined) {
-    out += ',"meters":{';
-    let first = true;
-    for (const name in meters) {
-      const m = meters[name];
-      if (m === undefined) continue;
-      out += `${first ? "" : ","}${JSON.stringify(name)}:{"allowance":${numberJson(m.allowance)},"count":${numberJson(m.count)}}`;
-      first = false;
-    }
-    out += "}";
+  return out;
+}
+
+/** `,"meters":{...}` for a decision that read meters. */
+export function metersJson(meters: NonNullable<FeatureDecision["meters"]>): string {
+  let out = ',"meters":{';
+  let first = true;
+  for (const name in meters) {
+    const m = meters[name];
+    if (m === undefined) continue;
+    out += `${first ? "" : ","}${JSON.stringify(name)}:{"allowance":${numberJson(m.allowance)},"count":${numberJson(m.count)}}`;
+    first = false;
   }
   return `${out}}`;
+}
+
+/** The decision as a decide answer carries it (see the module comment). */
+export function decisionJson(d: FeatureDecision): string {
+  return `${decisionJsonHead(d)}${d.meters === undefined ? "" : metersJson(d.meters)}}`;
+}
+
+/**
+ * A feature result's decision as a decide answer carries it: the JSON written at compile for a
+ * shared decision, the outcome's head plus this request's meter values otherwise.
+ */
+export function resultJson(r: FeatureResult): string {
+  if (r.json !== undefined) return r.json;
+  const meters = r.decision.meters;
+  if (r.jsonHead !== undefined) return meters === undefined ? `${r.jsonHead}}` : `${r.jsonHead}${metersJson(meters)}}`;
+  return decisionJson(r.decision);
 }

@@ -74,6 +74,8 @@ export interface FeatureResult {
   readonly exposure?: Exposure;
   /** The decision as a decide answer writes it (`decisionJson`), when the decision is shared. */
   readonly json?: string;
+  /** Otherwise its outcome's JSON up to the meters (`decisionJsonHead`), written at compile. */
+  readonly jsonHead?: string;
 }
 
 /** Result of a batch: effects deduplicated across features, applied by the caller afterwards. */

@@ -5,7 +5,7 @@
  * feature names their quoted key (`CompiledFeature.jsonKey`), so an answer is mostly string
  * concatenation. `test/decide/answer-json.test.ts` checks it against `JSON.stringify`.
  */
-import { decisionJson } from "../core/decision-json";
+import { resultJson } from "../core/decision-json";
 import type { BatchResult, Exposure, FeatureResult } from "../core/types";
 
 function exposureJson(schemaJson: string, e: Exposure, preview: boolean): string {
@@ -17,9 +17,8 @@ export function answerJson(result: BatchResult, preview: boolean, accessMissing:
   let out = '{"decisions":{';
   const { answered, results } = result;
   for (let i = 0; i < answered.length; i++) {
-    const r = results[i] as FeatureResult;
     if (i > 0) out += ",";
-    out += (answered[i] as (typeof answered)[number]).jsonKey + (r.json ?? decisionJson(r.decision));
+    out += (answered[i] as (typeof answered)[number]).jsonKey + resultJson(results[i] as FeatureResult);
   }
   out += `},"unanswered":${result.unanswered.length === 0 ? "[]" : JSON.stringify(result.unanswered)},"preview":${preview},"exposures":[`;
   const exposures = result.exposures;

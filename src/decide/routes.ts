@@ -47,11 +47,12 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
   const maxBody = deps.config.maxBodyBytes;
   return async (request) => {
     try {
-      const tooLarge = bodyTooLarge(request, maxBody);
+      const length = request.headers.get("content-length");
+      const tooLarge = bodyTooLarge(request, maxBody, length);
       if (tooLarge) return tooLarge;
       const guarded = authenticateKeyed(deps, request);
       const { apiKey, site } = guarded instanceof Promise ? await guarded : guarded;
-      const body = await readJsonBody(request, maxBody);
+      const body = await readJsonBody(request, maxBody, length);
       if (!schema.Check(body)) throw validationError(schema.Errors(body));
       const input = body as DecideInput;
       const now = deps.now();

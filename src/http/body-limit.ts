@@ -7,8 +7,11 @@ const tooLarge = () => new AppError("payload_too_large", "The request body is to
  * Refuses a body over the limit with 413 before it is read, from its declared length.
  * Bodies without a length (chunked) are counted while `jsonBody` reads them.
  */
-export function bodyTooLarge(request: Request, maxBytes: number): Response | undefined {
-  const length = request.headers.get("content-length");
+export function bodyTooLarge(
+  request: Request,
+  maxBytes: number,
+  length: string | null = request.headers.get("content-length"),
+): Response | undefined {
   if (length !== null && Number(length) > maxBytes) {
     return errorResponse(413, "payload_too_large", "The request body is too large.");
   }
@@ -30,10 +33,14 @@ const notJson = () => new AppError("bad_request", "The request body is not valid
 
 /**
  * A JSON request body: undefined when empty, 400 when malformed, 413 when a body without a
- * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`.
+ * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`;
+ * a caller that has read `content-length` already passes it as `length`.
  */
-export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  const length = request.headers.get("content-length");
+export async function readJsonBody(
+  request: Request,
+  maxBytes: number,
+  length: string | null = request.headers.get("content-length"),
+): Promise<unknown> {
   if (length === "0") return undefined;
   let text: string;
   try {

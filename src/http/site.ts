@@ -17,6 +17,8 @@ export function readSiteId(headers: Headers, fallback?: string | null): string {
 
 /** The tenant a request reached, by its Host header; null when no tenant answers it. */
 export function tenantOf(registry: SiteRegistry, request: Request): string | null {
+  // With no host names bound, the default tenant answers every request: no header to read.
+  if (!registry.hasHostNames()) return registry.tenantForHost(null);
   return registry.tenantForHost(request.headers.get("host") ?? hostOfUrl(request.url));
 }
 

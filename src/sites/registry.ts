@@ -48,6 +48,11 @@ export class SiteRegistry {
     else this.sites.delete(tenantId + SEP + siteId);
   }
 
+  /** Whether any tenant is bound to a host name (if none, the default tenant answers every host). */
+  hasHostNames(): boolean {
+    return this.hosts.size > 0;
+  }
+
   /** The tenant answering a Host header (port ignored); the default tenant answers the rest. */
   tenantForHost(host: string | null): string | null {
     if (host) {
