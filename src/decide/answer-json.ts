@@ -8,8 +8,16 @@
 import { resultJson } from "../core/decision-json";
 import type { BatchResult, Exposure, FeatureResult } from "../core/types";
 
+/** An exposure's experiment and variant as JSON members; exposures are frozen per arm at compile. */
+const exposureMembers = new WeakMap<Exposure, string>();
+
 function exposureJson(schemaJson: string, e: Exposure, preview: boolean): string {
-  return `{"schema":${schemaJson},"data":{"experiment":${JSON.stringify(e.experiment)},"variant":${JSON.stringify(e.variant)},"preview":${preview}}}`;
+  let members = exposureMembers.get(e);
+  if (members === undefined) {
+    members = `"experiment":${JSON.stringify(e.experiment)},"variant":${JSON.stringify(e.variant)}`;
+    if (Object.isFrozen(e)) exposureMembers.set(e, members);
+  }
+  return `{"schema":${schemaJson},"data":{${members},"preview":${preview}}}`;
 }
 
 /** A decide answer's JSON; `schemaJson` is the exposure schema URI already quoted. */

@@ -9,7 +9,9 @@ export const DecideBody = t.Object({
       signature: t.String({ maxLength: 512 }),
     }),
   ),
-  context: t.Optional(t.Record(t.String(), t.Unknown())),
+  // Any object: accepts exactly what t.Record(t.String(), t.Unknown()) does for a JSON body, but
+  // checks the type once instead of testing every key against a pattern on every request.
+  context: t.Optional(t.Object({}, { additionalProperties: true })),
   userId: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
   /** Anonymous device id (e.g. the tracker's domain user id): the subject when no userId. */
   deviceId: t.Optional(t.String({ minLength: 1, maxLength: 128 })),

@@ -1,7 +1,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { CompiledSite } from "../core/compile";
 import type { Deps } from "../deps";
-import { bodyTooLarge, readJsonBody } from "../http/body-limit";
+import { bodyReadError, bodyText, bodyTooLarge, parseJsonText } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
 import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
@@ -52,16 +52,27 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       if (tooLarge) return tooLarge;
       const guarded = authenticateKeyed(deps, request);
       const { apiKey, site } = guarded instanceof Promise ? await guarded : guarded;
-      const body = await readJsonBody(request, maxBody, length);
+      // The body read inline (not through readJsonBody), so a request awaits once.
+      const pending = bodyText(request, maxBody, length);
+      let body: unknown;
+      if (pending !== undefined) {
+        let text: string;
+        try {
+          text = await pending;
+        } catch (error) {
+          throw bodyReadError(error);
+        }
+        body = parseJsonText(text);
+      }
       if (!schema.Check(body)) throw validationError(schema.Errors(body));
       const input = body as DecideInput;
       const now = deps.now();
       takeRate(deps.keyedDecideRate, apiKey.id, now);
-      const token = request.headers.get(PREVIEW_HEADER);
       let document = site.live as CompiledSite;
       let preview = false;
-      if (token !== null && site.preview !== null)
-        ({ document, preview } = await chooseDocument(deps, site, token, now));
+      // The preview header is only read while the site has a staged document.
+      const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
+      if (token !== null) ({ document, preview } = await chooseDocument(deps, site, token, now));
       const decided = decideJson(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
       return new Response(decided instanceof Promise ? await decided : decided, { headers: JSON_HEADERS });
     } catch (error) {

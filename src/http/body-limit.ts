@@ -32,35 +32,48 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
 const notJson = () => new AppError("bad_request", "The request body is not valid JSON.");
 
 /**
- * A JSON request body: undefined when empty, 400 when malformed, 413 when a body without a
- * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`;
- * a caller that has read `content-length` already passes it as `length`.
+ * The body's text, read whole: undefined when the request has no body (or declares length 0).
+ * A body without a declared length (chunked) is counted while it is read (413 past `maxBytes`);
+ * declared lengths are checked before, by `bodyTooLarge`. A rejection goes through
+ * `bodyReadError`.
  */
-export async function readJsonBody(
-  request: Request,
-  maxBytes: number,
-  length: string | null = request.headers.get("content-length"),
-): Promise<unknown> {
+export function bodyText(request: Request, maxBytes: number, length: string | null): Promise<string> | undefined {
   if (length === "0") return undefined;
-  let text: string;
-  try {
-    if (length !== null) text = await request.text();
-    else {
-      // Reading `request.body` makes a stream, so only a body without a declared length does.
-      const body = request.body;
-      if (body === null) return undefined;
-      text = await readCapped(body, maxBytes);
-    }
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    throw notJson();
-  }
+  if (length !== null) return request.text();
+  // Reading `request.body` makes a stream, so only a body without a declared length does.
+  const body = request.body;
+  return body === null ? undefined : readCapped(body, maxBytes);
+}
+
+/** What a failed body read answers: the 413 of a chunked body over the limit, else 400. */
+export function bodyReadError(error: unknown): AppError {
+  return error instanceof AppError ? error : notJson();
+}
+
+/** A body's JSON: undefined when empty, 400 when malformed. */
+export function parseJsonText(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text);
   } catch {
     throw notJson();
   }
+}
+
+/**
+ * A JSON request body: undefined when empty, 400 when malformed, 413 when a body without a
+ * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`.
+ */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const pending = bodyText(request, maxBytes, request.headers.get("content-length"));
+  if (pending === undefined) return undefined;
+  let text: string;
+  try {
+    text = await pending;
+  } catch (error) {
+    throw bodyReadError(error);
+  }
+  return parseJsonText(text);
 }
 
 /**

@@ -54,6 +54,13 @@ describe("POST /v1/decide on a listening server (native route)", () => {
     const invalid = await post(JSON.stringify({ features: [7] }));
     expect(invalid.status).toBe(422);
     expect((await invalid.json()).error.details.map((d: { path: string }) => d.path)).toContain("/features/0");
+    for (const context of [[1], "x", null, 3]) {
+      const notObject = await post(JSON.stringify({ features: ["teaser"], context }));
+      expect(notObject.status).toBe(422);
+      expect((await notObject.json()).error.details).toEqual([{ path: "/context", message: "Expected object" }]);
+    }
+    const nested = await post(JSON.stringify({ features: ["teaser"], context: { a: { b: [1] }, "": 2 } }));
+    expect(nested.status).toBe(200);
     const large = await post(JSON.stringify({ features: ["x".repeat(3000)] }));
     expect(large.status).toBe(413);
     expect((await large.json()).error.code).toBe("payload_too_large");
