@@ -38,6 +38,11 @@ class Batch implements BatchResult {
   }
 }
 
+function hasExperiment(exposures: readonly Exposure[], experiment: string): boolean {
+  for (let i = 0; i < exposures.length; i++) if ((exposures[i] as Exposure).experiment === experiment) return true;
+  return false;
+}
+
 /** Whether a feature is already among the answered ones (a batch names a handful). */
 function isAnswered(answered: readonly CompiledFeature[], feature: CompiledFeature): boolean {
   for (let i = 0; i < answered.length; i++) if (answered[i] === feature) return true;
@@ -68,14 +73,16 @@ export function evaluateBatch(site: CompiledSite, names: readonly string[], snap
     const r = feature.evaluate(snapshot);
     answered.push(feature);
     results.push(r);
-    for (const meter of r.ticks) {
+    const charged = r.ticks;
+    for (let t = 0; t < charged.length; t++) {
+      const meter = charged[t] as string;
       if (ticks === undefined) ticks = [meter];
       else if (!ticks.includes(meter)) ticks.push(meter);
     }
     const exposure = r.exposure;
     if (exposure !== undefined) {
       if (exposures === undefined) exposures = [exposure];
-      else if (!exposures.some((e) => e.experiment === exposure.experiment)) exposures.push(exposure);
+      else if (!hasExperiment(exposures, exposure.experiment)) exposures.push(exposure);
     }
   }
   return new Batch(answered, results, unanswered, ticks ?? NO_TICKS, exposures ?? NO_EXPOSURES);

@@ -140,9 +140,26 @@ export class MeterTable {
     this.store(this.index.add(subject), this.fromLoaded(loaded));
   }
 
+  /**
+   * The slot holding a subject, or -1 when it is not held (no I/O). A slot stays the subject's
+   * until the caller next awaits: decide finds each meter's slot once, then reads and ticks it.
+   */
+  find(subject: string): number {
+    return this.index.get(subject);
+  }
+
+  /** The value held in a slot from `find`. */
+  valueAt(slot: number): MeterValue {
+    return this.seenKind ? (this.members[slot] ?? NO_ITEMS) : (this.counts[slot] as number);
+  }
+
   /** Counts one call on a count meter. The subject must have been loaded first. */
   tickCount(subject: string): void {
-    const slot = this.slotOf(subject);
+    this.tickCountAt(this.slotOf(subject));
+  }
+
+  /** `tickCount` for a slot from `find` (found since the caller last awaited). */
+  tickCountAt(slot: number): void {
     this.counts[slot] = (this.counts[slot] as number) + 1;
     this.pending[slot] = (this.pending[slot] as number) + 1;
     this.markDirty(slot);
@@ -150,7 +167,11 @@ export class MeterTable {
 
   /** Counts an article once on a seen meter; returns false when it was already counted. */
   tickSeen(subject: string, articleId: string): boolean {
-    const slot = this.slotOf(subject);
+    return this.tickSeenAt(this.slotOf(subject), articleId);
+  }
+
+  /** `tickSeen` for a slot from `find` (found since the caller last awaited). */
+  tickSeenAt(slot: number, articleId: string): boolean {
     const value = this.members[slot] ?? NO_ITEMS;
     if (holds(value, articleId)) return false;
     const item = this.owner.intern(articleId);

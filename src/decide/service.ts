@@ -81,18 +81,24 @@ interface MeterSlot {
 }
 const slotCache = new WeakMap<CompiledSite, Map<string, MeterSlot>>();
 
-function meterSlot(
-  meters: MeterCounters,
-  site: SiteState,
-  document: CompiledSite,
-  name: string,
-  now: number,
-): MeterSlot | undefined {
+/** The meter slots of a document (looked up once per request). */
+function slotsOf(document: CompiledSite): Map<string, MeterSlot> {
   let slots = slotCache.get(document);
   if (slots === undefined) {
     slots = new Map();
     slotCache.set(document, slots);
   }
+  return slots;
+}
+
+function meterSlot(
+  meters: MeterCounters,
+  site: SiteState,
+  document: CompiledSite,
+  slots: Map<string, MeterSlot>,
+  name: string,
+  now: number,
+): MeterSlot | undefined {
   const known = slots.get(name);
   const meter = known?.meter ?? document.meters.get(name);
   if (meter === undefined) return undefined;
@@ -145,12 +151,14 @@ function withFacts(
   let misses: Promise<void>[] | null = null;
   if (subject !== null) {
     const features = document.features;
+    let slots: Map<string, MeterSlot> | null = null;
     for (const name of input.features) {
       const feature = features.get(name);
       if (feature === undefined || feature.meters.length === 0) continue;
+      slots ??= slotsOf(document);
       for (const meterName of feature.meters) {
         if (indexOfMeter(held, meterName) !== -1) continue;
-        const slot = meterSlot(deps.meters, req.site, document, meterName, req.now);
+        const slot = meterSlot(deps.meters, req.site, document, slots, meterName, req.now);
         if (slot === undefined) continue;
         if (slot.table.peek(subject) === undefined) {
           // Not held: all of this request's misses are read together (one batched round trip).
@@ -176,13 +184,19 @@ function evaluateHeld(
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
   const articleId = verified?.articleId ?? null;
-  // Reads are snapshotted after the last await: values before this request's own ticks.
+  // Reads are snapshotted after the last await: values before this request's own ticks. Each
+  // subject's slot is found once here; nothing awaits between here and the ticks.
   let reads: MeterRead[] | null = null;
+  let found: number[] | null = null;
   if (held !== null && subject !== null) {
     reads = new Array<MeterRead>(held.length);
+    found = new Array<number>(held.length);
     for (let i = 0; i < held.length; i++) {
       const h = held[i] as MeterSlot;
-      const value = h.table.peek(subject) ?? 0;
+      const at = h.table.find(subject);
+      found[i] = at;
+      // Not held (evicted while this request awaited another read): read as empty.
+      const value = at < 0 ? 0 : h.table.valueAt(at);
       reads[i] = {
         allowance: h.meter.allowance,
         count: countOf(value),
@@ -212,15 +226,19 @@ function evaluateHeld(
   return {
     result,
     applyEffects() {
-      if (held === null || subject === null) return;
-      for (const name of result.ticks) {
-        const h = held[indexOfMeter(held, name)];
+      if (held === null || subject === null || found === null) return;
+      const ticks = result.ticks;
+      for (let t = 0; t < ticks.length; t++) {
+        const i = indexOfMeter(held, ticks[t] as string);
+        const h = held[i];
         if (h === undefined) continue;
+        const at = found[i] as number;
         if (h.seenKind) {
-          if (articleId !== null) h.table.tickSeen(subject, articleId);
-        } else {
-          h.table.tickCount(subject);
-        }
+          if (articleId === null) continue;
+          if (at < 0) h.table.tickSeen(subject, articleId);
+          else h.table.tickSeenAt(at, articleId);
+        } else if (at < 0) h.table.tickCount(subject);
+        else h.table.tickCountAt(at);
       }
     },
   };
