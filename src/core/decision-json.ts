@@ -39,6 +39,22 @@ export function decisionJsonHead(d: FeatureDecision): string {
   return out;
 }
 
+/**
+ * Meter names as JSON strings. The names come from deployed documents, so a handful recur; the
+ * cache stops growing at QUOTED_MAX (names past it are quoted each time).
+ */
+const quotedNames = new Map<string, string>();
+const QUOTED_MAX = 4096;
+
+function quotedName(name: string): string {
+  let quoted = quotedNames.get(name);
+  if (quoted === undefined) {
+    quoted = JSON.stringify(name);
+    if (quotedNames.size < QUOTED_MAX) quotedNames.set(name, quoted);
+  }
+  return quoted;
+}
+
 /** `,"meters":{...}` for a decision that read meters. */
 export function metersJson(meters: NonNullable<FeatureDecision["meters"]>): string {
   let out = ',"meters":{';
@@ -46,7 +62,7 @@ export function metersJson(meters: NonNullable<FeatureDecision["meters"]>): stri
   for (const name in meters) {
     const m = meters[name];
     if (m === undefined) continue;
-    out += `${first ? "" : ","}${JSON.stringify(name)}:{"allowance":${numberJson(m.allowance)},"count":${numberJson(m.count)}}`;
+    out += `${first ? "" : ","}${quotedName(name)}:{"allowance":${numberJson(m.allowance)},"count":${numberJson(m.count)}}`;
     first = false;
   }
   return `${out}}`;

@@ -36,7 +36,11 @@ export function countOf(value: MeterValue): number {
 
 /** Whether a held seen value holds `item`. */
 export function holds(value: MeterValue, item: string): boolean {
-  return typeof value === "string" ? value === item : typeof value === "number" ? false : value.includes(item);
+  if (typeof value === "string") return value === item;
+  if (typeof value === "number") return false;
+  // A plain loop: a seen meter holds a handful of ids, too few to pay for a native includes call.
+  for (let i = 0; i < value.length; i++) if (value[i] === item) return true;
+  return false;
 }
 
 /**
