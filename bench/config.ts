@@ -15,7 +15,9 @@ export interface BenchConfig {
   warmupS: number;
   /** Seconds of the open-loop floor run (the spec schedule against the bare Bun.serve). */
   floorS: number;
+  /** Measured seconds per server (decide and the bare ceiling), in `ratioSegments` alternating segments. */
   saturationS: number;
+  ratioSegments: number;
   wrkThreads: number;
   wrkConnections: number;
   /** Distinct meter subjects the memory scenario touches, and its time limit. */
@@ -84,6 +86,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       warmupS: 1,
       floorS: 1,
       saturationS: 2,
+      ratioSegments: 1,
       memorySubjects: 2_000,
       memoryTimeLimitS: 10,
       memorySettleLimitS: 10,
@@ -105,6 +108,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       warmupS: 2,
       floorS: 3,
       saturationS: 6,
+      ratioSegments: 3,
       memorySubjects: 100_000,
       memoryTimeLimitS: 12,
       memorySettleLimitS: 10,
@@ -125,6 +129,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     warmupS: 5,
     floorS: 20,
     saturationS: 30,
+    ratioSegments: 6,
     memorySubjects: 1_000_000,
     memoryTimeLimitS: 5_400,
     memorySettleLimitS: 180,

@@ -9,10 +9,11 @@ import type { MachineInfo, sourceState } from "./proc";
 type SourceState = ReturnType<typeof sourceState>;
 
 import type { ProfileSummary } from "./profile";
+import type { SegmentSummary } from "./saturation";
 import type { SpecRateResult } from "./spec-rate";
 import type { WrkResult } from "./wrk";
 
-export type ClosedLoopResult = WrkResult & { generator: string };
+export type ClosedLoopResult = WrkResult & { generator: string; segments?: SegmentSummary[] };
 
 export interface Target {
   target: string;
@@ -100,6 +101,13 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
 /** Steal at or above this (cores, averaged over a scenario) is called out under the table. */
 const STEAL_NOTE_CORES = 0.05;
 
+/** "over N alternating segments, ratio a–b": how steady the machine was while measuring. */
+function segmentsNote(decide: SegmentSummary[] | undefined, bare: SegmentSummary[] | undefined): string {
+  if (!decide || !bare || decide.length < 2 || bare.length !== decide.length) return "";
+  const ratios = decide.map((d, i) => d.rps / ((bare[i] as SegmentSummary).rps || Number.NaN));
+  return ` (${decide.length} alternating segments, each ${fmt(Math.min(...ratios), 3)}–${fmt(Math.max(...ratios), 3)})`;
+}
+
 const fmt = (v: number | null | undefined, digits = 2) =>
   v === null || v === undefined || Number.isNaN(v) ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits });
 
@@ -136,7 +144,7 @@ export function printTable(r: BenchResults): void {
       generator: "wrk",
       throughput: `${fmt(s.rps, 0)} req/s`,
       "p50 / p99 / p99.9 ms": `${fmt(s.p50_ms, 3)} / ${fmt(s.p99_ms, 3)} / ${fmt(s.p999_ms, 3)}`,
-      result: `${fmt(s.ratio_to_ceiling, 3)} of ceiling; non-200 ${fmt(s.non_2xx_share * 100, 3)}%`,
+      result: `${fmt(s.ratio_to_ceiling, 3)} of ceiling${segmentsNote(s.segments, r.ceiling?.segments)}; non-200 ${fmt(s.non_2xx_share * 100, 3)}%`,
       "cpu cores": cpu(s.generator_cpu_cores, s.server_cpu_cores),
     });
   }

@@ -27,7 +27,7 @@ import {
 } from "./proc";
 import { summariseProfile } from "./profile";
 import { type BenchResults, evaluateTargets, printTable, writeResults } from "./report";
-import { closedLoop, startCeilingServer, writeLoadFiles } from "./saturation";
+import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE } from "./site";
@@ -194,13 +194,6 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     warmupS: cfg.warmupS,
     durationS: cfg.saturationS,
   };
-  const saturation = await timed(`saturation: wrk ${cfg.saturationS} s over ${satKeys.length} keys`, () =>
-    metered(results, "saturation", () =>
-      closedLoop({ ...load, port: server.port, pid: server.pid }, (run) => mark("saturation", run)),
-    ),
-  );
-  results.saturation = { ...saturation, ratio_to_ceiling: null, keys: satKeys.length };
-
   const ceilingServer = await startCeilingServer(answerFile);
   // The open-loop sender's own floor: the spec-rate schedule against the bare server.
   const runFloor = async () => {
@@ -218,17 +211,44 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     );
   };
   try {
-    // Warm the bare server, measure the sender's floor on it, then the measured ceiling run (its
-    // floor is not taken right after 100k req/s, when the bare server collects its garbage).
-    await closedLoop({ ...load, durationS: 1, warmupS: 0, port: ceilingServer.port, pid: ceilingServer.pid });
+    // Warm both servers, measure the sender's floor on the bare one (not right after 100k req/s,
+    // when the bare server collects its garbage), then saturation and ceiling in alternating
+    // segments, so both see the same phases of a machine whose speed changes.
+    const decideLoad = { ...load, port: server.port, pid: server.pid };
+    const bareLoad = { ...load, port: ceilingServer.port, pid: ceilingServer.pid };
+    await closedLoop({ ...decideLoad, durationS: cfg.warmupS, warmupS: 0 });
+    await closedLoop({ ...bareLoad, durationS: 1, warmupS: 0 });
     await runFloor();
-    const ceiling = await timed(`ceiling: the same wrk load against a bare Bun.serve`, () =>
-      metered(results, "ceiling", () =>
-        closedLoop({ ...load, warmupS: 0, port: ceilingServer.port, pid: ceilingServer.pid }),
-      ),
+    const both = await timed(
+      `saturation and ceiling: wrk ${cfg.saturationS} s each in ${cfg.ratioSegments} alternating segments (${satKeys.length} keys)`,
+      async () => {
+        const meter = systemCpu();
+        const out = await interleavedClosedLoops(decideLoad, bareLoad, cfg.ratioSegments, (run) =>
+          mark("saturation", run),
+        );
+        const usage = meter.stop();
+        // Each server ran half the time: what the two loads used on average.
+        const ours =
+          (out.saturation.generator_cpu_cores +
+            (out.saturation.server_cpu_cores ?? 0) +
+            out.ceiling.generator_cpu_cores +
+            (out.ceiling.server_cpu_cores ?? 0)) /
+          2;
+        results.contention ??= {};
+        results.contention.saturation_and_ceiling = {
+          machine_busy_cores: usage.busy,
+          interrupt_cores: usage.irq,
+          steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
+          other_cores: Number.isNaN(usage.busy)
+            ? null
+            : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
+        };
+        return out;
+      },
     );
-    results.ceiling = { ...ceiling, server: "bench/ceiling-server.ts (Bun.serve, fixed JSON body)" };
-    results.saturation.ratio_to_ceiling = round(saturation.rps / ceiling.rps, 3);
+    results.saturation = { ...both.saturation, ratio_to_ceiling: null, keys: satKeys.length };
+    results.ceiling = { ...both.ceiling, server: "bench/ceiling-server.ts (Bun.serve, fixed JSON body)" };
+    results.saturation.ratio_to_ceiling = round(both.saturation.rps / both.ceiling.rps, 3);
 
     if (cfg.mode === "smoke") {
       results.spec_rate = await timed("spec rate (short, unaligned)", () =>
