@@ -120,8 +120,13 @@ function indexOfMeter(held: readonly MeterSlot[] | null, name: string): number {
 /** A batch evaluated against its snapshot, with its effects not yet applied. */
 export interface Evaluated {
   readonly result: BatchResult;
-  /** Applies the batch's deduplicated meter ticks (once, after every feature resolved). */
-  applyEffects(): void;
+  /**
+   * Applies the batch's deduplicated meter ticks (once, after every feature resolved).
+   * `sameRun`: called in the same synchronous run as the evaluation, with no await between, so
+   * the subject slots found while evaluating are still this subject's; otherwise each tick
+   * finds its subject again (another request may have evicted it and reused the slot).
+   */
+  applyEffects(sameRun: boolean): void;
 }
 
 /**
@@ -185,7 +190,7 @@ function evaluateHeld(
   const verified = document.verifyContent(input.content, req.now);
   const articleId = verified?.articleId ?? null;
   // Reads are snapshotted after the last await: values before this request's own ticks. Each
-  // subject's slot is found once here; nothing awaits between here and the ticks.
+  // subject's slot is found once here, and ticked by slot when no await came in between.
   let reads: MeterRead[] | null = null;
   let found: number[] | null = null;
   if (held !== null && subject !== null) {
@@ -225,14 +230,15 @@ function evaluateHeld(
   const result = evaluateBatch(document, input.features, snapshot);
   return {
     result,
-    applyEffects() {
+    applyEffects(sameRun) {
       if (held === null || subject === null || found === null) return;
       const ticks = result.ticks;
       for (let t = 0; t < ticks.length; t++) {
         const i = indexOfMeter(held, ticks[t] as string);
         const h = held[i];
         if (h === undefined) continue;
-        const at = found[i] as number;
+        // After an await, another request may have evicted the subject and reused its slot.
+        const at = sameRun ? (found[i] as number) : -1;
         if (h.seenKind) {
           if (articleId === null) continue;
           if (at < 0) h.table.tickSeen(subject, articleId);
@@ -256,11 +262,12 @@ function decideWith<T>(
   const evaluated = evaluateRequest(deps, req);
   if (evaluated instanceof Promise) {
     return evaluated.then((e) => {
-      e.applyEffects();
+      // This callback runs in a later microtask than the evaluation: slots are found again.
+      e.applyEffects(false);
       return render(deps, req, e.result);
     });
   }
-  evaluated.applyEffects();
+  evaluated.applyEffects(true);
   return render(deps, req, evaluated.result);
 }
 
