@@ -27,8 +27,26 @@ function segment(over: Partial<WrkResult>): WrkResult {
 describe("combineSegments (the bench's alternating saturation and ceiling runs)", () => {
   test("throughput over the whole measured time, medians weighted by requests, tails from the worst segment", () => {
     const out = combineSegments([
-      segment({ rps: 30_000, requests: 150_000, duration_s: 5, p50_ms: 1, p99_ms: 4, p999_ms: 9, max_ms: 20, non_2xx: 3 }),
-      segment({ rps: 10_000, requests: 50_000, duration_s: 5, p50_ms: 3, p99_ms: 12, p999_ms: 15, max_ms: 30, server_cpu_cores: 0.5 }),
+      segment({
+        rps: 30_000,
+        requests: 150_000,
+        duration_s: 5,
+        p50_ms: 1,
+        p99_ms: 4,
+        p999_ms: 9,
+        max_ms: 20,
+        non_2xx: 3,
+      }),
+      segment({
+        rps: 10_000,
+        requests: 50_000,
+        duration_s: 5,
+        p50_ms: 3,
+        p99_ms: 12,
+        p999_ms: 15,
+        max_ms: 30,
+        server_cpu_cores: 0.5,
+      }),
     ]);
     expect(out.rps).toBe(20_000);
     expect(out.requests).toBe(200_000);
