@@ -6,7 +6,7 @@
  * concatenation. `test/decide/answer-json.test.ts` checks it against `JSON.stringify`.
  */
 import { resultJson } from "../core/decision-json";
-import type { BatchResult, Exposure, FeatureResult } from "../core/types";
+import type { BatchResult, CompiledFeature, Exposure, FeatureResult } from "../core/types";
 
 /** An exposure's experiment and variant as JSON members; exposures are frozen per arm at compile. */
 const exposureMembers = new WeakMap<Exposure, string>();
@@ -26,7 +26,7 @@ export function answerJson(result: BatchResult, preview: boolean, accessMissing:
   const { answered, results } = result;
   for (let i = 0; i < answered.length; i++) {
     if (i > 0) out += ",";
-    out += (answered[i] as (typeof answered)[number]).jsonKey + resultJson(results[i] as FeatureResult);
+    out += (answered[i] as CompiledFeature).jsonKey + resultJson(results[i] as FeatureResult);
   }
   out += `},"unanswered":${result.unanswered.length === 0 ? "[]" : JSON.stringify(result.unanswered)},"preview":${preview},"exposures":[`;
   const exposures = result.exposures;
