@@ -22,6 +22,7 @@ import {
   killAllSync,
   machineInfo,
   onCleanup,
+  type SystemUsage,
   sourceState,
   systemCpu,
 } from "./proc";
@@ -63,13 +64,18 @@ async function metered<T extends { generator_cpu_cores?: number; server_cpu_core
   const usage = meter.stop();
   const ours = (out.generator_cpu_cores ?? 0) + (out.server_cpu_cores ?? 0);
   results.contention ??= {};
-  results.contention[name] = {
+  results.contention[name] = contentionOf(usage, ours);
+  return out;
+}
+
+/** Machine-wide CPU over a scenario, and what neither our generator nor our server used (`ours`). */
+function contentionOf(usage: SystemUsage, ours: number): NonNullable<BenchResults["contention"]>[string] {
+  return {
     machine_busy_cores: usage.busy,
     interrupt_cores: usage.irq,
     steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
     other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
   };
-  return out;
 }
 
 /** A sample decide answer, so the ceiling server sends the same bytes decide does. */
@@ -235,14 +241,7 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
             (out.ceiling.server_cpu_cores ?? 0)) /
           2;
         results.contention ??= {};
-        results.contention.saturation_and_ceiling = {
-          machine_busy_cores: usage.busy,
-          interrupt_cores: usage.irq,
-          steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
-          other_cores: Number.isNaN(usage.busy)
-            ? null
-            : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
-        };
+        results.contention.saturation_and_ceiling = contentionOf(usage, ours);
         return out;
       },
     );
