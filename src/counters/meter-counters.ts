@@ -3,7 +3,7 @@ import { type Db, rowsOf } from "../../db/client";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
-import { SubjectIndex } from "./subject-index";
+import { grown, SubjectIndex } from "./subject-index";
 
 /**
  * A seen meter's members for one subject: one article id (the common case, no array), or an
@@ -318,17 +318,9 @@ export class MeterTable {
   private store(slot: number, value: MeterValue): void {
     if (slot >= this.state.length) {
       const size = Math.max(16, this.state.length * 2, slot + 1);
-      const pending = new Int32Array(size);
-      pending.set(this.pending);
-      this.pending = pending;
-      const state = new Uint8Array(size);
-      state.set(this.state);
-      this.state = state;
-      if (!this.seenKind) {
-        const counts = new Int32Array(size);
-        counts.set(this.counts);
-        this.counts = counts;
-      }
+      this.pending = grown(this.pending, size);
+      this.state = grown(this.state, size);
+      if (!this.seenKind) this.counts = grown(this.counts, size);
     }
     if (this.seenKind) {
       this.members[slot] = value as SeenValue;

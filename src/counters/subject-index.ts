@@ -26,6 +26,13 @@ export const MAX_SUBJECT_LENGTH = LENGTH_MASK;
  * Freed keys leave their bytes behind; the arena is compacted when it must grow and at least half
  * of it is dead.
  */
+/** A copy of a typed array in a larger one of the same kind (the tables grow by doubling). */
+export function grown<T extends Int32Array | Uint16Array | Uint8Array>(array: T, size: number): T {
+  const next = new (array.constructor as new (length: number) => T)(size);
+  next.set(array);
+  return next;
+}
+
 export class SubjectIndex {
   /** Open-addressing table: slot + 1, or EMPTY. */
   private buckets = new Int32Array(MIN_CAPACITY);
@@ -198,11 +205,7 @@ export class SubjectIndex {
   private release(slot: number): void {
     this.dead += this.byteLengthOf(slot);
     this.starts[slot] = FREE;
-    if (this.freeCount >= this.free.length) {
-      const free = new Int32Array(this.free.length * 2);
-      free.set(this.free);
-      this.free = free;
-    }
+    if (this.freeCount >= this.free.length) this.free = grown(this.free, this.free.length * 2);
     this.free[this.freeCount++] = slot;
     this.count -= 1;
   }
@@ -245,12 +248,8 @@ export class SubjectIndex {
 
   private growSlots(): void {
     const size = this.starts.length * 2;
-    const starts = new Int32Array(size);
-    starts.set(this.starts);
-    this.starts = starts;
-    const lengths = new Uint16Array(size);
-    lengths.set(this.lengths);
-    this.lengths = lengths;
+    this.starts = grown(this.starts, size);
+    this.lengths = grown(this.lengths, size);
   }
 
   /**
