@@ -153,6 +153,8 @@ function withFacts(
   const subject = req.userId ?? input.deviceId ?? null;
   // Meters the named features may read or tick, held in memory before evaluating.
   let held: MeterSlot[] | null = null;
+  // The subject's slot in each held table, found once: reused when nothing is read first.
+  let found: number[] | null = null;
   let misses: Promise<void>[] | null = null;
   if (subject !== null) {
     const features = document.features;
@@ -165,18 +167,25 @@ function withFacts(
         if (indexOfMeter(held, meterName) !== -1) continue;
         const slot = meterSlot(deps.meters, req.site, document, slots, meterName, req.now);
         if (slot === undefined) continue;
-        if (slot.table.peek(subject) === undefined) {
+        const at = slot.table.find(subject);
+        if (at < 0) {
           // Not held: all of this request's misses are read together (one batched round trip).
           if (misses === null) misses = [slot.table.load(subject)];
           else misses.push(slot.table.load(subject));
         }
-        if (held === null) held = [slot];
-        else held.push(slot);
+        if (held === null) {
+          held = [slot];
+          found = [at];
+        } else {
+          held.push(slot);
+          (found as number[]).push(at);
+        }
       }
     }
   }
-  if (misses !== null) return Promise.all(misses).then(() => evaluateHeld(req, traits, grants, subject, held));
-  return evaluateHeld(req, traits, grants, subject, held);
+  // After the reads, other requests may have moved subjects: the slots are found again.
+  if (misses !== null) return Promise.all(misses).then(() => evaluateHeld(req, traits, grants, subject, held, null));
+  return evaluateHeld(req, traits, grants, subject, held, found);
 }
 
 function evaluateHeld(
@@ -185,20 +194,22 @@ function evaluateHeld(
   grants: FactSnapshot["grants"],
   subject: string | null,
   held: MeterSlot[] | null,
+  foundBefore: number[] | null,
 ): Evaluated {
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
   const articleId = verified?.articleId ?? null;
   // Reads are snapshotted after the last await: values before this request's own ticks. Each
-  // subject's slot is found once here, and ticked by slot when no await came in between.
+  // subject's slot is found once (`foundBefore`, from this same run, or here after an await),
+  // and ticked by slot when no await came in between.
   let reads: MeterRead[] | null = null;
   let found: number[] | null = null;
   if (held !== null && subject !== null) {
     reads = new Array<MeterRead>(held.length);
-    found = new Array<number>(held.length);
+    found = foundBefore ?? new Array<number>(held.length);
     for (let i = 0; i < held.length; i++) {
       const h = held[i] as MeterSlot;
-      const at = h.table.find(subject);
+      const at = foundBefore === null ? h.table.find(subject) : (foundBefore[i] as number);
       found[i] = at;
       // Not held (evicted while this request awaited another read): read as empty.
       const value = at < 0 ? 0 : h.table.valueAt(at);
