@@ -1,9 +1,9 @@
 /**
- * The keyed decide answer written straight to JSON: the same bytes `JSON.stringify` gives for
- * the `DecideResponse` that `decide` builds (member order as DESIGN.md writes it), without
- * building that object. Shared decisions carry their JSON from compile (`FeatureResult.json`),
- * feature names their quoted key (`CompiledFeature.jsonKey`), so an answer is mostly string
- * concatenation. `test/decide/answer-json.test.ts` checks it against `JSON.stringify`.
+ * The decide answer (DESIGN.md's response contract, members in its order) written straight to
+ * JSON, without building the answer object: the same bytes `JSON.stringify` would give for it.
+ * Shared decisions carry their JSON from compile (`FeatureResult.json`), feature names their
+ * quoted key (`CompiledFeature.jsonKey`), so an answer is mostly string concatenation.
+ * `test/decide/answer-json.test.ts` checks it against `JSON.stringify` of the object.
  */
 import { resultJson } from "../core/decision-json";
 import type { BatchResult, CompiledFeature, Exposure, FeatureResult } from "../core/types";

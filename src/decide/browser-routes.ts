@@ -9,7 +9,7 @@ import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { DecideBody } from "./model";
 import { chooseDocument } from "./routes";
-import { decide, decideDepsOf, evaluateRequest, takeRate } from "./service";
+import { decideDepsOf, decideJson, evaluateRequest, takeRate } from "./service";
 
 const ALLOWED_HEADERS = `content-type, ${SITE_HEADER}, ${PREVIEW_HEADER}`;
 
@@ -78,7 +78,7 @@ export function browserDecideRoutes(deps: Deps) {
         takeRate(deps.browserDecideRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
         const who = await browserIdentity(deps.identityDeps.accessTokens, site.tenantId, request.headers, now);
         const { document, preview } = await chooseDocument(deps, site, request.headers.get(PREVIEW_HEADER), now);
-        return decide(decideDeps, {
+        const answer = await decideJson(decideDeps, {
           site,
           document,
           preview,
@@ -88,6 +88,9 @@ export function browserDecideRoutes(deps: Deps) {
           accessMissing: who.accessMissing,
           now,
         });
+        // The same writer as the keyed route; Elysia adds the CORS headers set above.
+        set.headers["content-type"] = "application/json";
+        return answer;
       },
       { body: DecideBody },
     );

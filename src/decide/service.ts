@@ -1,6 +1,6 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
-import type { BatchResult, CompiledMeter, FactSnapshot, FeatureDecision, MeterRead } from "../core/types";
+import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../core/types";
 import { countOf, holds, type MeterCounters, type MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
@@ -13,35 +13,17 @@ import type { DecideInput } from "./model";
 export interface DecideDeps {
   readonly meters: MeterCounters;
   readonly userFacts: UserFactsCache;
-  /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR), built once. */
-  readonly exposureSchema: string;
-  /** The same URI as a JSON string, for answers written straight to JSON. */
+  /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR) as a JSON string, built once. */
   readonly exposureSchemaJson: string;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
 export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">): DecideDeps {
-  const exposureSchema = `iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`;
   return {
     meters: deps.meters,
     userFacts: deps.userFacts,
-    exposureSchema,
-    exposureSchemaJson: JSON.stringify(exposureSchema),
+    exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
   };
-}
-
-export interface ExposureEvent {
-  schema: string;
-  data: { experiment: string; variant: string; preview: boolean };
-}
-
-/** The response contract of DESIGN.md, member names exactly as written there. */
-export interface DecideResponse {
-  decisions: Record<string, FeatureDecision>;
-  unanswered: string[];
-  preview: boolean;
-  accessMissing?: true;
-  exposures: ExposureEvent[];
 }
 
 export interface DecideRequest {
@@ -263,78 +245,22 @@ function evaluateHeld(
 
 /**
  * Decides a batch: evaluates every named feature against one snapshot, applies the batch's
- * deduplicated effects once all features have resolved, then renders the answer.
+ * deduplicated effects once all features have resolved, and writes the answer as JSON (the
+ * response contract of DESIGN.md, `answer-json.ts`). Both decide routes answer with it.
  */
-function decideWith<T>(
-  deps: DecideDeps,
-  req: DecideRequest,
-  render: (deps: DecideDeps, req: DecideRequest, result: BatchResult) => T,
-): T | Promise<T> {
+export function decideJson(deps: DecideDeps, req: DecideRequest): string | Promise<string> {
   const evaluated = evaluateRequest(deps, req);
   if (evaluated instanceof Promise) {
     return evaluated.then((e) => {
       // This callback runs in a later microtask than the evaluation: slots are found again.
       e.applyEffects(false);
-      return render(deps, req, e.result);
+      return writeAnswer(deps, req, e.result);
     });
   }
   evaluated.applyEffects(true);
-  return render(deps, req, evaluated.result);
-}
-
-/** Decides a batch; the answer as an object (the browser route's framework serialises it). */
-export function decide(deps: DecideDeps, req: DecideRequest): DecideResponse | Promise<DecideResponse> {
-  return decideWith(deps, req, respond);
-}
-
-/** Decides a batch; the answer as JSON text, the same bytes as `decide`'s object serialised. */
-export function decideJson(deps: DecideDeps, req: DecideRequest): string | Promise<string> {
-  return decideWith(deps, req, writeAnswer);
+  return writeAnswer(deps, req, evaluated.result);
 }
 
 function writeAnswer(deps: DecideDeps, req: DecideRequest, result: BatchResult): string {
   return answerJson(result, req.preview, req.accessMissing === true, deps.exposureSchemaJson);
-}
-
-function respond(deps: DecideDeps, req: DecideRequest, result: BatchResult): DecideResponse {
-  const exposures: ExposureEvent[] = [];
-  if (result.exposures.length > 0) {
-    const schema = deps.exposureSchema;
-    for (const e of result.exposures) {
-      exposures.push({ schema, data: { experiment: e.experiment, variant: e.variant, preview: req.preview } });
-    }
-  }
-
-  const response: DecideResponse = {
-    decisions: hasJourneys(req.document) ? withoutJourneyUrls(result.decisions) : result.decisions,
-    unanswered: result.unanswered,
-    preview: req.preview,
-    exposures,
-  };
-  if (req.accessMissing) response.accessMissing = true;
-  return response;
-}
-
-const journeyCache = new WeakMap<CompiledSite, boolean>();
-
-/** Whether a compiled document has journey features at all (known once per deploy). */
-function hasJourneys(document: CompiledSite): boolean {
-  let known = journeyCache.get(document);
-  if (known === undefined) {
-    known = [...document.features.values()].some((f) => f.purpose === "journey");
-    journeyCache.set(document, known);
-  }
-  return known;
-}
-
-/** Decide answers carry outcome, type, fields and meters; destinations belong to forward. */
-function withoutJourneyUrls(decisions: Record<string, FeatureDecision>): Record<string, FeatureDecision> {
-  for (const name in decisions) {
-    const d = decisions[name];
-    if (d && (d.url !== undefined || d.fallbackUrl !== undefined)) {
-      const { url: _u, fallbackUrl: _f, ...rest } = d;
-      decisions[name] = rest;
-    }
-  }
-  return decisions;
 }

@@ -103,6 +103,7 @@ describe("browser decide and forward mounts, with the access cookie", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe(ORIGIN);
     expect(res.headers.get("access-control-allow-credentials")).toBe("true");
+    expect(res.headers.get("content-type")).toBe("application/json");
     const body = await res.json();
     expect(body.decisions.teaser.outcome).toBe("on");
     expect(body.accessMissing).toBeUndefined();
