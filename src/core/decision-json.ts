@@ -10,19 +10,6 @@
  */
 import type { FeatureDecision, FeatureResult } from "./types";
 
-/** JSON of frozen, shared objects (an outcome's fields): written once, reused by every answer. */
-const frozenJson = new WeakMap<object, string>();
-
-function fieldsJson(fields: Readonly<Record<string, unknown>>): string {
-  let json = frozenJson.get(fields);
-  if (json === undefined) {
-    json = JSON.stringify(fields);
-    // Only a frozen object can be cached: its JSON can never change.
-    if (Object.isFrozen(fields)) frozenJson.set(fields, json);
-  }
-  return json;
-}
-
 /** A JSON number as JSON.stringify writes it (non-finite numbers as null). */
 function numberJson(n: number): string {
   return Number.isFinite(n) ? String(n) : "null";
@@ -35,7 +22,7 @@ function numberJson(n: number): string {
 export function decisionJsonHead(d: FeatureDecision): string {
   let out = `{"outcome":${JSON.stringify(d.outcome)}`;
   if (d.type !== undefined) out += `,"type":${JSON.stringify(d.type)}`;
-  if (d.fields !== undefined) out += `,"fields":${fieldsJson(d.fields)}`;
+  if (d.fields !== undefined) out += `,"fields":${JSON.stringify(d.fields)}`;
   return out;
 }
 
