@@ -88,6 +88,52 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
       await db.drop();
     }
   }, 60_000);
+
+  it("shares one subject slot among a site's meters and frees it only when no meter holds the subject", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const counters = new MeterCounters(db.db, { maxEntries: 4, exclusiveWriter: kind === "embedded" });
+      await counters.prime();
+      const calls = counters.table("t", "s", "calls", "all", false);
+      const seen = counters.table("t", "s", "articles", "all", true);
+      const elsewhere = counters.table("t", "other", "calls", "all", false);
+      await calls.load("x");
+      await seen.load("x");
+      const x = calls.find("x");
+      expect(x).toBeGreaterThanOrEqual(0);
+      expect(seen.find("x")).toBe(x);
+      // Another site has its own subjects: holding one there holds nothing here.
+      await elsewhere.load("only-there");
+      expect(elsewhere.find("only-there")).toBeGreaterThanOrEqual(0);
+      expect(calls.find("only-there")).toBe(-1);
+      expect(seen.find("only-there")).toBe(-1);
+      calls.tickCount("x");
+      seen.tickSeen("x", "a-1");
+      await counters.flush();
+
+      // Four held (x twice, only-there, y); z is the fifth, past the cap of 4: the oldest clean
+      // entries go, calls' first (x, then y), down to 90% of the cap.
+      await calls.load("y");
+      const y = calls.find("y");
+      await calls.load("z");
+      expect(counters.size).toBe(3);
+      expect(calls.peek("x")).toBeUndefined();
+      expect(calls.peek("y")).toBeUndefined();
+      // The articles meter still holds x, in the same slot, with its value.
+      expect(seen.find("x")).toBe(x);
+      expect(holds(seen.peek("x") ?? 0, "a-1")).toBe(true);
+      // No meter held y any more: its slot was freed and went to z, which only calls holds.
+      expect(calls.find("z")).toBe(y);
+      expect(seen.find("z")).toBe(-1);
+      expect(seen.find("y")).toBe(-1);
+      // x is read back into calls, in the slot the articles meter kept for it.
+      await calls.load("x");
+      expect(calls.find("x")).toBe(x);
+      expect(calls.peek("x")).toBe(1);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
 });
 
 describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) => {
