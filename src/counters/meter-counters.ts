@@ -79,8 +79,9 @@ const HELD = 8;
  * every table of the site; each table keeps its values in arrays indexed by the slot and marks
  * the slots it holds, and a slot is freed when no table of the site holds it any more.
  *
- * Measured at one million subjects on two meters (the bench's memory scenario), one index per
- * table cost about 22 MB each: the hash table, the slot arrays and the ids' characters.
+ * Measured with the bench's memory scenario (one million subjects on two meters): one index per
+ * table settled at 298.6 MB, one per site at 283.6 MB (its hash table, slot arrays and the ids'
+ * characters, about 20 MB, are no longer held twice).
  */
 export class SiteSubjects {
   private index = new SubjectIndex();
@@ -131,9 +132,11 @@ export class SiteSubjects {
 /**
  * The values of one (tenant, site, meter, period), keyed by subject. Subjects sit in the site's
  * compact index (`SiteSubjects`: their characters in one byte arena, no string per subject, one
- * entry for all of a site's meters); counts live in an Int32Array indexed by the subject's slot
- * and seen members are shared article-id strings, so a held subject costs a few bytes a meter
- * beyond its one entry in the site's index.
+ * entry for all of a site's meters); counts live in an Int32Array indexed by the subject's slot,
+ * and so does a seen meter's single member, as the code of an interned article id. A held
+ * subject costs a few bytes a meter beyond its one entry in the site's index, and none of it is
+ * a JavaScript value the collector must trace (only subjects with several members have an
+ * array).
  *
  * What is not yet durable is kept per slot too (a count meter's delta, or how many of a seen
  * meter's members are durable), with a queue of dirty slots: a backlog of unflushed subjects
@@ -146,8 +149,16 @@ export class MeterTable {
   private held = 0;
   /** Count meters: slot -> count. */
   private counts = new Int32Array(0);
-  /** Seen meters: slot -> members. */
-  private members: (SeenValue | undefined)[] = [];
+  /**
+   * Seen meters: slot -> members, as a number (no JavaScript value per subject, so a million
+   * subjects are one typed array, which the collector never scans): 0 none; c > 0 the one
+   * member, the code of an interned article id; c < 0 the members in `several[-c - 1]` (two or
+   * more, or one id past the interning bound).
+   */
+  private seen = new Int32Array(0);
+  private several: (string[] | undefined)[] = [];
+  /** Free entries of `several`. */
+  private severalFree: number[] = [];
   /** Count meters: slot -> unflushed delta. Seen meters: slot -> members durable (or in flight). */
   private pending = new Int32Array(0);
   /** slot -> HELD | DIRTY | IN_FLIGHT | WRITTEN (0: this table does not hold the slot's subject). */
@@ -194,7 +205,7 @@ export class MeterTable {
   peek(subject: string): MeterValue | undefined {
     const slot = this.find(subject);
     if (slot < 0) return undefined;
-    return this.seenKind ? this.members[slot] : this.counts[slot];
+    return this.seenKind ? this.membersAt(slot) : this.counts[slot];
   }
 
   /** Reads a subject's value into memory (batched with every other miss of this tick). */
@@ -220,7 +231,7 @@ export class MeterTable {
 
   /** The value held in a slot from `find`. */
   valueAt(slot: number): MeterValue {
-    return this.seenKind ? (this.members[slot] ?? NO_ITEMS) : (this.counts[slot] as number);
+    return this.seenKind ? this.membersAt(slot) : (this.counts[slot] as number);
   }
 
   /** Counts one call on a count meter. The subject must have been loaded first. */
@@ -242,14 +253,52 @@ export class MeterTable {
 
   /** `tickSeen` for a slot from `find` (found since the caller last awaited). */
   tickSeenAt(slot: number, articleId: string): boolean {
-    const value = this.members[slot] ?? NO_ITEMS;
+    const value = this.membersAt(slot);
     if (holds(value, articleId)) return false;
-    const item = this.owner.intern(articleId);
-    if (typeof value === "string") this.members[slot] = [value, item];
-    else if (value.length === 0) this.members[slot] = item;
-    else (value as string[]).push(item);
+    if (typeof value === "string") this.putSeveral(slot, [value, this.owner.intern(articleId)]);
+    else if (value.length === 0) this.putMembers(slot, articleId);
+    else (value as string[]).push(this.owner.intern(articleId));
     this.markDirty(slot);
     return true;
+  }
+
+  /** A seen meter's members in a slot (no allocation). */
+  private membersAt(slot: number): SeenValue {
+    const c = this.seen[slot] as number;
+    if (c > 0) return this.owner.articleAt(c);
+    return c === 0 ? NO_ITEMS : (this.several[-c - 1] as string[]);
+  }
+
+  /** Sets the members of a slot that holds none. */
+  private putMembers(slot: number, value: SeenValue): void {
+    if (typeof value === "string") {
+      const code = this.owner.articleCode(value);
+      if (code > 0) this.seen[slot] = code;
+      else this.putSeveral(slot, [value]);
+      return;
+    }
+    if (value.length === 0) return;
+    const owner = this.owner;
+    this.putSeveral(
+      slot,
+      value.map((item) => owner.intern(item)),
+    );
+  }
+
+  private putSeveral(slot: number, list: string[]): void {
+    this.dropMembers(slot);
+    const at = this.severalFree.pop() ?? this.several.length;
+    this.several[at] = list;
+    this.seen[slot] = -at - 1;
+  }
+
+  private dropMembers(slot: number): void {
+    const c = this.seen[slot] as number;
+    if (c < 0) {
+      this.several[-c - 1] = undefined;
+      this.severalFree.push(-c - 1);
+    }
+    this.seen[slot] = 0;
   }
 
   /**
@@ -265,7 +314,7 @@ export class MeterTable {
       const state = this.state[slot] as number;
       if ((state & HELD) === 0 || (state & UNFLUSHED) !== 0) continue;
       this.state[slot] = 0;
-      if (this.seenKind) this.members[slot] = undefined;
+      if (this.seenKind) this.dropMembers(slot);
       this.held -= 1;
       this.owner.evicted();
       this.subjects.release(slot);
@@ -274,7 +323,9 @@ export class MeterTable {
       // Emptied (e.g. a past period): give back the grown arrays. The table itself stays
       // registered, since decide holds it for its period and must keep reaching the same one.
       this.counts = new Int32Array(0);
-      this.members = [];
+      this.seen = new Int32Array(0);
+      this.several = [];
+      this.severalFree = [];
       this.pending = new Int32Array(0);
       this.state = new Uint8Array(0);
       this.queue = new Int32Array(16);
@@ -306,7 +357,7 @@ export class MeterTable {
         batch.deltas.push(delta);
         continue;
       }
-      const value = this.members[slot] ?? NO_ITEMS;
+      const value = this.membersAt(slot);
       const from = this.pending[slot] as number;
       const all = typeof value === "string" ? [value] : value;
       this.pending[slot] = all.length;
@@ -388,12 +439,13 @@ export class MeterTable {
       const size = Math.max(16, this.state.length * 2, slot + 1);
       this.pending = grown(this.pending, size);
       this.state = grown(this.state, size);
-      if (!this.seenKind) this.counts = grown(this.counts, size);
+      if (this.seenKind) this.seen = grown(this.seen, size);
+      else this.counts = grown(this.counts, size);
     }
     this.state[slot] = HELD;
     this.held += 1;
     if (this.seenKind) {
-      this.members[slot] = value as SeenValue;
+      this.putMembers(slot, value as SeenValue);
       this.pending[slot] = countOf(value);
     } else {
       this.counts[slot] = value as number;
@@ -405,8 +457,7 @@ export class MeterTable {
     if (!this.seenKind) return loaded.count;
     const items = loaded.items;
     if (items === null || items.length === 0) return NO_ITEMS;
-    if (items.length === 1) return this.owner.intern(items[0] as string);
-    return items.map((i) => this.owner.intern(i));
+    return items.length === 1 ? (items[0] as string) : items;
   }
 }
 
@@ -466,7 +517,10 @@ export class MeterCounters implements Flushable {
   /** Per (tenant, site): the subjects its tables share. */
   private readonly sites = new Map<string, SiteSubjects>();
   private dirtyTables = new Set<MeterTable>();
-  private readonly interned = new Map<string, string>();
+  /** Interned article ids: code -> id (code 0 is none) and id -> code, at most `maxArticleIds`. */
+  private readonly articleIds: string[] = [""];
+  private readonly articleCodes = new Map<string, number>();
+  private readonly maxArticleIds: number;
   private entries = 0;
   private readonly loader: BatchLoader<Loaded>;
 
@@ -476,9 +530,10 @@ export class MeterCounters implements Flushable {
 
   constructor(
     private readonly db: Db,
-    options: { maxEntries?: number; exclusiveWriter?: boolean } = {},
+    options: { maxEntries?: number; exclusiveWriter?: boolean; maxArticleIds?: number } = {},
   ) {
     this.maxEntries = options.maxEntries ?? 4_000_000;
+    this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
       (keys) => this.loadMany(keys),
@@ -553,12 +608,26 @@ export class MeterCounters implements Flushable {
     this.dirtyTables.add(table);
   }
 
+  /** @internal The code of an article id, interned on first sight; 0 past `maxArticleIds` ids. */
+  articleCode(item: string): number {
+    const known = this.articleCodes.get(item);
+    if (known !== undefined) return known;
+    if (this.articleCodes.size >= this.maxArticleIds) return 0;
+    const code = this.articleIds.length;
+    this.articleIds.push(item);
+    this.articleCodes.set(item, code);
+    return code;
+  }
+
+  /** @internal The article id of a code from `articleCode`. */
+  articleAt(code: number): string {
+    return this.articleIds[code] as string;
+  }
+
   /** @internal One shared string per distinct article id (bounded). */
   intern(item: string): string {
-    const known = this.interned.get(item);
-    if (known !== undefined) return known;
-    if (this.interned.size < MAX_INTERNED) this.interned.set(item, item);
-    return item;
+    const code = this.articleCode(item);
+    return code > 0 ? (this.articleIds[code] as string) : item;
   }
 
   /**

@@ -136,6 +136,49 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
   }, 60_000);
 });
 
+describe.each(storeKinds)("meter counters: seen members (%s store)", (kind) => {
+  it("keeps members past the article-id bound and frees several-member entries on eviction", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      // One article id is interned; every later one is kept as given.
+      const counters = new MeterCounters(db.db, {
+        maxEntries: 3,
+        maxArticleIds: 1,
+        exclusiveWriter: kind === "embedded",
+      });
+      await counters.prime();
+      const seen = counters.table("t", "s", "articles", "all", true);
+      await seen.load("one");
+      await seen.load("past");
+      await seen.load("many");
+      expect(seen.tickSeen("one", "a-1")).toBe(true);
+      expect(seen.tickSeen("past", "b-1")).toBe(true);
+      expect(seen.tickSeen("past", "b-1")).toBe(false);
+      for (const item of ["a-1", "c-1", "c-2"]) expect(seen.tickSeen("many", item)).toBe(true);
+      expect(seen.tickSeen("many", "c-2")).toBe(false);
+      expect(seen.peek("one")).toBe("a-1");
+      expect(seen.peek("past")).toEqual(["b-1"]);
+      expect(seen.peek("many")).toEqual(["a-1", "c-1", "c-2"]);
+      await counters.flush();
+      // Past the cap: all three are clean, so the oldest go, and their entries are reused.
+      await seen.load("fourth");
+      expect(seen.tickSeen("fourth", "d-1")).toBe(true);
+      expect(seen.tickSeen("fourth", "d-2")).toBe(true);
+      expect(seen.peek("fourth")).toEqual(["d-1", "d-2"]);
+      // Read back one at a time (each load may evict the one before, which is clean).
+      await seen.load("one");
+      expect(seen.peek("one")).toBe("a-1");
+      await seen.load("past");
+      expect(seen.peek("past")).toEqual(["b-1"]);
+      await seen.load("many");
+      expect([...(seen.peek("many") as string[])].sort()).toEqual(["a-1", "c-1", "c-2"]);
+      expect(seen.peek("fourth")).toEqual(["d-1", "d-2"]);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+});
+
 describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) => {
   it("keeps its deltas and members, merged with what was ticked since", async () => {
     const db = await freshDatabase(kind);
