@@ -4,14 +4,14 @@ import { join } from "node:path";
 import type { DriveResult } from "./closed-loop";
 import type { MemoryResult } from "./memory";
 import type { OverLimitResult } from "./over-limit";
-import type { MachineInfo, sourceState } from "./proc";
-
-type SourceState = ReturnType<typeof sourceState>;
-
+import type { MachineInfo, SystemUsage, sourceState } from "./proc";
 import type { ProfileSummary } from "./profile";
 import type { SegmentSummary } from "./saturation";
 import type { SpecRateResult } from "./spec-rate";
+import { round } from "./stats";
 import type { WrkResult } from "./wrk";
+
+type SourceState = ReturnType<typeof sourceState>;
 
 export type ClosedLoopResult = WrkResult & { generator: string; segments?: SegmentSummary[] };
 
@@ -46,18 +46,11 @@ export interface BenchResults {
   interrupted?: string;
   targets?: Record<string, Target>;
   /**
-   * Machine-wide busy cores during each scenario, the share in interrupts (loopback networking),
-   * and what is left after those, the generator and the server: well above zero means other
-   * processes shared the machine.
+   * Machine-wide CPU per scenario: busy cores, interrupts (loopback networking), the hypervisor's
+   * steal (cores our guest wanted but another guest got) and what neither the generator nor the
+   * server used: well above zero means other processes shared the machine.
    */
-  /**
-   * Machine-wide CPU per scenario: busy cores, interrupts, the hypervisor's steal (cores our
-   * guest wanted but another guest got) and what neither the generator nor the server used.
-   */
-  contention?: Record<
-    string,
-    { machine_busy_cores: number; interrupt_cores: number; steal_cores: number | null; other_cores: number | null }
-  >;
+  contention?: Record<string, Contention>;
   /** The decide server under `bun --cpu-prof` (--profile): the saturation and spec-rate windows. */
   profile?: { saturation?: ProfileSummary; spec_rate?: ProfileSummary; file?: string; error?: string };
   errors: string[];
@@ -98,8 +91,46 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
   return t;
 }
 
-/** Steal at or above this (cores, averaged over a scenario) is called out under the table. */
+export interface Contention {
+  machine_busy_cores: number;
+  interrupt_cores: number;
+  steal_cores: number | null;
+  other_cores: number | null;
+}
+
+/** Machine-wide CPU over a scenario, and what neither our generator nor our server used (`ours`). */
+export function contentionOf(usage: SystemUsage, ours: number): Contention {
+  return {
+    machine_busy_cores: usage.busy,
+    interrupt_cores: usage.irq,
+    steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
+    other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
+  };
+}
+
+/** Other processes' CPU above this (cores, averaged over a scenario) is called out under the table. */
+const OTHER_NOTE_CORES = 0.25;
+/** Steal at or above this is called out too. */
 const STEAL_NOTE_CORES = 0.05;
+
+/** The lines printed under the table for scenarios that shared the machine or lost CPU to steal. */
+export function contentionNotes(contention: BenchResults["contention"]): string[] {
+  const entries = Object.entries(contention ?? {});
+  const notes: string[] = [];
+  const noisy = entries.filter(([, c]) => (c.other_cores ?? 0) > OTHER_NOTE_CORES);
+  if (noisy.length > 0) {
+    notes.push(
+      `note: other processes used CPU during ${noisy.map(([k, c]) => `${k} (${c.other_cores} cores)`).join(", ")}`,
+    );
+  }
+  const stolen = entries.filter(([, c]) => (c.steal_cores ?? 0) >= STEAL_NOTE_CORES);
+  if (stolen.length > 0) {
+    notes.push(
+      `note: the hypervisor took CPU from this machine (steal) during ${stolen.map(([k, c]) => `${k} (${c.steal_cores} cores)`).join(", ")}; those rows ran slower than the machine can, so compare them with care`,
+    );
+  }
+  return notes;
+}
 
 /** "over N alternating segments, ratio a–b": how steady the machine was while measuring. */
 function segmentsNote(decide: SegmentSummary[] | undefined, bare: SegmentSummary[] | undefined): string {
@@ -194,18 +225,7 @@ export function printTable(r: BenchResults): void {
   }
   console.log(`\nsvc bench (${r.mode}, ${r.store} store) on ${r.machine.cores} cores, ${r.machine.cpu_model}`);
   console.table(rows);
-  const noisy = Object.entries(r.contention ?? {}).filter(([, c]) => (c.other_cores ?? 0) > 0.25);
-  if (noisy.length > 0) {
-    console.log(
-      `note: other processes used CPU during ${noisy.map(([k, c]) => `${k} (${c.other_cores} cores)`).join(", ")}`,
-    );
-  }
-  const stolen = Object.entries(r.contention ?? {}).filter(([, c]) => (c.steal_cores ?? 0) >= STEAL_NOTE_CORES);
-  if (stolen.length > 0) {
-    console.log(
-      `note: the hypervisor took CPU from this machine (steal) during ${stolen.map(([k, c]) => `${k} (${c.steal_cores} cores)`).join(", ")}; those rows ran slower than the machine can, so compare them with care`,
-    );
-  }
+  for (const note of contentionNotes(r.contention)) console.log(note);
   if (r.targets) {
     console.table(
       Object.fromEntries(

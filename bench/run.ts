@@ -22,12 +22,11 @@ import {
   killAllSync,
   machineInfo,
   onCleanup,
-  type SystemUsage,
   sourceState,
   systemCpu,
 } from "./proc";
 import { summariseProfile } from "./profile";
-import { type BenchResults, evaluateTargets, printTable, writeResults } from "./report";
+import { type BenchResults, contentionOf, evaluateTargets, printTable, writeResults } from "./report";
 import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
@@ -66,16 +65,6 @@ async function metered<T extends { generator_cpu_cores?: number; server_cpu_core
   results.contention ??= {};
   results.contention[name] = contentionOf(usage, ours);
   return out;
-}
-
-/** Machine-wide CPU over a scenario, and what neither our generator nor our server used (`ours`). */
-function contentionOf(usage: SystemUsage, ours: number): NonNullable<BenchResults["contention"]>[string] {
-  return {
-    machine_busy_cores: usage.busy,
-    interrupt_cores: usage.irq,
-    steal_cores: Number.isNaN(usage.steal) ? null : usage.steal,
-    other_cores: Number.isNaN(usage.busy) ? null : round(Math.max(0, usage.busy - usage.irq - usage.steal - ours), 2),
-  };
 }
 
 /** A sample decide answer, so the ceiling server sends the same bytes decide does. */
