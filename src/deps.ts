@@ -70,7 +70,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const keyUsage = new KeyUsage(keyStore);
   // The embedded store has one writer (this process holds the data folder), so the counters
   // may know which keys exist and skip reads for first-seen subjects.
-  const meters = new MeterCounters(database.db, { exclusiveWriter: database.kind === "embedded" });
+  const meters = new MeterCounters(database.db, {
+    maxEntries: config.meterEntries,
+    exclusiveWriter: database.kind === "embedded",
+  });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db);
   const userFacts = new UserFactsCache(users);

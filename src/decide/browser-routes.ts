@@ -124,15 +124,20 @@ export function forwardRoutes(deps: Deps, prefix: Mount) {
       const who = await browserIdentity(deps.identityDeps.accessTokens, site.tenantId, request.headers, now);
       const context: Record<string, unknown> = {};
       for (const [k, v] of new URL(request.url).searchParams) if (!(k in query)) context[k] = v;
-      const { result } = await evaluateRequest(decideDeps, {
-        site,
-        document,
-        preview,
-        input: { features: [query.feature], deviceId: query.deviceId, context },
-        userId: who.claims?.userId ?? null,
-        grants: grantFacts(who),
-        now,
-      });
+      // "A journey feature charges no meter" (the spec): evaluated without effects.
+      const result = await evaluateRequest(
+        decideDeps,
+        {
+          site,
+          document,
+          preview,
+          input: { features: [query.feature], deviceId: query.deviceId, context },
+          userId: who.claims?.userId ?? null,
+          grants: grantFacts(who),
+          now,
+        },
+        false,
+      );
       const decision = result.decisions[query.feature];
       const location = decision?.url ?? decision?.fallbackUrl;
       if (!location) {

@@ -99,30 +99,31 @@ function indexOfMeter(held: readonly MeterSlot[] | null, name: string): number {
   return -1;
 }
 
-/** A batch evaluated against its snapshot, with its effects not yet applied. */
-export interface Evaluated {
-  readonly result: BatchResult;
-  /**
-   * Applies the batch's deduplicated meter ticks (once, after every feature resolved).
-   * `sameRun`: called in the same synchronous run as the evaluation, with no await between, so
-   * the subject slots found while evaluating are still this subject's; otherwise each tick
-   * finds its subject again (another request may have evicted it and reused the slot).
-   */
-  applyEffects(sameRun: boolean): void;
-}
+/**
+ * Rounds of reads a request makes for its meters: the first, then again for values another
+ * request evicted while this one awaited (only when the tables are at their cap). A meter still
+ * not held after the last round is not read: a feature that tests it takes its `onError` outcome.
+ */
+const READ_ROUNDS = 3;
 
 /**
- * Builds one frozen fact snapshot and evaluates every named feature; effects wait for
- * `applyEffects`. It awaits the store only for a user or meter counts not yet held in memory,
- * and is synchronous (no promise at all) when everything is held, as on the hot path.
+ * Builds one frozen fact snapshot and evaluates every named feature; with `effects`, applies the
+ * batch's deduplicated meter ticks once every feature has resolved, in the same synchronous run
+ * as the evaluation (so the subject slots it found are still the subject's). It awaits the store
+ * only for a user or meter values not yet held in memory, and is synchronous (no promise at all)
+ * when everything is held, as on the hot path.
  */
-export function evaluateRequest(deps: DecideDeps, req: DecideRequest): Evaluated | Promise<Evaluated> {
-  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"]);
+export function evaluateRequest(
+  deps: DecideDeps,
+  req: DecideRequest,
+  effects: boolean,
+): BatchResult | Promise<BatchResult> {
+  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects);
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
   if (found instanceof Promise) {
-    return found.then((facts) => withFacts(deps, req, facts.traits, req.grants ?? facts.grants));
+    return found.then((facts) => withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects));
   }
-  return withFacts(deps, req, found.traits, req.grants ?? found.grants);
+  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects);
 }
 
 function withFacts(
@@ -130,7 +131,8 @@ function withFacts(
   req: DecideRequest,
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
-): Evaluated | Promise<Evaluated> {
+  effects: boolean,
+): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
   const subject = req.userId ?? input.deviceId ?? null;
   // Meters the named features may read or tick, held in memory before evaluating.
@@ -165,36 +167,66 @@ function withFacts(
       }
     }
   }
-  // After the reads, other requests may have moved subjects: the slots are found again.
-  if (misses !== null) return Promise.all(misses).then(() => evaluateHeld(req, traits, grants, subject, held, null));
-  return evaluateHeld(req, traits, grants, subject, held, found);
+  if (misses !== null) {
+    const read = held as MeterSlot[];
+    const who = subject as string;
+    return Promise.all(misses).then(() => afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1));
+  }
+  return evaluateHeld(req, traits, grants, subject, held, found, effects);
 }
 
+/**
+ * After a round of reads, other requests may have moved subjects: every slot is found again, and
+ * values evicted meanwhile are read again while rounds are left.
+ */
+function afterReads(
+  req: DecideRequest,
+  traits: Readonly<Record<string, unknown>> | null,
+  grants: FactSnapshot["grants"],
+  subject: string,
+  held: MeterSlot[],
+  effects: boolean,
+  rounds: number,
+): BatchResult | Promise<BatchResult> {
+  const found = new Array<number>(held.length);
+  let misses: Promise<void>[] | null = null;
+  for (let i = 0; i < held.length; i++) {
+    const table = (held[i] as MeterSlot).table;
+    const at = table.find(subject);
+    found[i] = at;
+    if (at >= 0 || rounds === 0) continue;
+    if (misses === null) misses = [table.load(subject)];
+    else misses.push(table.load(subject));
+  }
+  if (misses !== null) {
+    return Promise.all(misses).then(() => afterReads(req, traits, grants, subject, held, effects, rounds - 1));
+  }
+  return evaluateHeld(req, traits, grants, subject, held, found, effects);
+}
+
+/** Evaluates with the subject's slots found in this same synchronous run (-1: not held). */
 function evaluateHeld(
   req: DecideRequest,
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
   subject: string | null,
   held: MeterSlot[] | null,
-  foundBefore: number[] | null,
-): Evaluated {
+  found: number[] | null,
+  effects: boolean,
+): BatchResult {
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
   const articleId = verified?.articleId ?? null;
-  // Reads are snapshotted after the last await: values before this request's own ticks. Each
-  // subject's slot is found once (`foundBefore`, from this same run, or here after an await),
-  // and ticked by slot when no await came in between.
-  let reads: MeterRead[] | null = null;
-  let found: number[] | null = null;
-  if (held !== null && subject !== null) {
-    reads = new Array<MeterRead>(held.length);
-    found = foundBefore ?? new Array<number>(held.length);
+  // Reads are snapshotted here: values before this request's own ticks.
+  let reads: (MeterRead | undefined)[] | null = null;
+  if (held !== null && found !== null) {
+    reads = new Array<MeterRead | undefined>(held.length);
     for (let i = 0; i < held.length; i++) {
       const h = held[i] as MeterSlot;
-      const at = foundBefore === null ? h.table.find(subject) : (foundBefore[i] as number);
-      found[i] = at;
-      // Not held (evicted while this request awaited another read): read as empty.
-      const value = at < 0 ? 0 : h.table.valueAt(at);
+      const at = found[i] as number;
+      // Still not held after the last round of reads: unknown, not zero.
+      if (at < 0) continue;
+      const value = h.table.valueAt(at);
       reads[i] = {
         allowance: h.meter.allowance,
         count: countOf(value),
@@ -221,26 +253,32 @@ function evaluateHeld(
   });
 
   const result = evaluateBatch(document, input.features, snapshot);
-  return {
-    result,
-    applyEffects(sameRun) {
-      if (held === null || subject === null || found === null) return;
-      const ticks = result.ticks;
-      for (let t = 0; t < ticks.length; t++) {
-        const i = indexOfMeter(held, ticks[t] as string);
-        const h = held[i];
-        if (h === undefined) continue;
-        // After an await, another request may have evicted the subject and reused its slot.
-        const at = sameRun ? (found[i] as number) : -1;
-        if (h.seenKind) {
-          if (articleId === null) continue;
-          if (at < 0) h.table.tickSeen(subject, articleId);
-          else h.table.tickSeenAt(at, articleId);
-        } else if (at < 0) h.table.tickCount(subject);
-        else h.table.tickCountAt(at);
-      }
-    },
-  };
+  if (effects && held !== null && found !== null && subject !== null) {
+    applyTicks(result.ticks, held, found, subject, articleId);
+  }
+  return result;
+}
+
+/** The batch's deduplicated meter ticks, by the slots found in the same synchronous run. */
+function applyTicks(
+  ticks: readonly string[],
+  held: readonly MeterSlot[],
+  found: readonly number[],
+  subject: string,
+  articleId: string | null,
+): void {
+  for (let t = 0; t < ticks.length; t++) {
+    const i = indexOfMeter(held, ticks[t] as string);
+    const h = held[i];
+    if (h === undefined) continue;
+    const at = found[i] as number;
+    if (h.seenKind) {
+      if (articleId === null) continue;
+      if (at < 0) h.table.tickSeen(subject, articleId);
+      else h.table.tickSeenAt(at, articleId);
+    } else if (at < 0) h.table.tickCount(subject);
+    else h.table.tickCountAt(at);
+  }
 }
 
 /**
@@ -249,16 +287,9 @@ function evaluateHeld(
  * response contract of DESIGN.md, `answer-json.ts`). Both decide routes answer with it.
  */
 export function decideJson(deps: DecideDeps, req: DecideRequest): string | Promise<string> {
-  const evaluated = evaluateRequest(deps, req);
-  if (evaluated instanceof Promise) {
-    return evaluated.then((e) => {
-      // This callback runs in a later microtask than the evaluation: slots are found again.
-      e.applyEffects(false);
-      return writeAnswer(deps, req, e.result);
-    });
-  }
-  evaluated.applyEffects(true);
-  return writeAnswer(deps, req, evaluated.result);
+  const result = evaluateRequest(deps, req, true);
+  if (result instanceof Promise) return result.then((r) => writeAnswer(deps, req, r));
+  return writeAnswer(deps, req, result);
 }
 
 function writeAnswer(deps: DecideDeps, req: DecideRequest, result: BatchResult): string {

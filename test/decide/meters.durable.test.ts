@@ -58,4 +58,71 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
       await db.drop();
     }
   });
+
+  it("under eviction while requests await their reads, never reads or ticks another reader's value", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      // Sixteen values held at most, and 20 readers asking for two meters each at once: readers'
+      // values are evicted, and their subject slots reused, while other requests await reads.
+      const h = await startHarness(db, { config: { SVC_METER_ENTRIES: "16" } });
+      const document = counterDocument();
+      const visits = {
+        ...document.features.counter,
+        rules: [{ when: { meter: "visits", remaining: { gt: 0 } }, then: "on", tick: ["visits"] }],
+      };
+      const twoMeters = {
+        ...document,
+        meters: { ...document.meters, visits: { ...document.meters.hits } },
+        features: { ...document.features, visits },
+      };
+      const { key } = await seedSite(h, "news", twoMeters);
+      const decide = async (deviceId: string, features: string[]) => {
+        const res = await h.request("POST", "/v1/decide", {
+          headers: { "x-svc-site-id": "news", "x-api-key": key },
+          body: { features, deviceId },
+        });
+        expect(res.status).toBe(200);
+        return (await res.json()).decisions as Record<
+          string,
+          { outcome: string; meters?: Record<string, { count: number }> }
+        >;
+      };
+      // Five readers with one hit each, held and clean.
+      const warm = ["w0", "w1", "w2", "w3", "w4"];
+      for (const reader of warm) await decide(reader, ["counter"]);
+      await h.deps.flusher.flushAll();
+      const readers = [...warm, ...Array.from({ length: 15 }, (_, i) => `c${i}`)];
+      const answers = await Promise.all(readers.map((reader) => decide(reader, ["counter", "visits"])));
+
+      const meterOf = { counter: "hits", visits: "visits" } as const;
+      const expected: string[] = [];
+      readers.forEach((reader, r) => {
+        for (const feature of ["counter", "visits"] as const) {
+          const before = feature === "counter" && warm.includes(reader) ? 1 : 0;
+          const decision = answers[r]?.[feature];
+          // A value read is the reader's own; a value not held after every round of reads is
+          // not read at all (the feature's onError outcome, "off", and no tick).
+          if (decision?.outcome === "on") {
+            expect(decision.meters?.[meterOf[feature]]?.count).toBe(before);
+          } else expect(decision?.meters).toBeUndefined();
+          const after = before + (decision?.outcome === "on" ? 1 : 0);
+          if (after > 0) expected.push(`${reader}.${meterOf[feature]}:${after}`);
+        }
+      });
+      await h.deps.flusher.flushAll();
+      const rows = rowsOf<{ subject: string; meter: string; count: number }>(
+        await db.db.execute(sql`select subject, meter, count from meter_counts`),
+      );
+      expect(rows.map((r) => `${r.subject}.${r.meter}:${Number(r.count)}`).sort()).toEqual(expected.sort());
+      // Some values were read (so the checks above were not vacuous). With 45 values wanted at
+      // once against a cap of 16, others are evicted through every round of reads: the rounds
+      // are for a cap far above the values in flight, as with the default 4,000,000.
+      expect(answers.filter((a) => a.counter?.outcome === "on" || a.visits?.outcome === "on").length).toBeGreaterThan(
+        0,
+      );
+      await h.stop();
+    } finally {
+      await db.drop();
+    }
+  });
 });
