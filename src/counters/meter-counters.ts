@@ -215,7 +215,6 @@ export class MeterTable {
     const loaded = pending instanceof Promise ? await pending : pending;
     // Another request may have installed it while we waited.
     if (this.find(subject) >= 0) return;
-    // Counted (and any eviction done) before the subject is placed, so it is never the one evicted.
     this.owner.installed();
     this.store(this.subjects.slotFor(subject), this.fromLoaded(loaded));
   }
@@ -508,8 +507,8 @@ class FlushBatch {
 /**
  * Meter values held in memory in per-(tenant, site, meter, period) tables, loaded from
  * Postgres on a miss (batched, single-flight) and flushed as deltas (`count = count + delta`,
- * seen members inserted once). Clean entries are evicted oldest-first past `maxEntries`; an
- * evicted entry is read back from Postgres.
+ * seen members inserted once). Clean entries are evicted oldest-first past `maxEntries`, in a
+ * task after the one that went past it; an evicted entry is read back from Postgres.
  */
 export class MeterCounters implements Flushable {
   readonly name = "meters";
@@ -522,6 +521,8 @@ export class MeterCounters implements Flushable {
   private readonly articleCodes = new Map<string, number>();
   private readonly maxArticleIds: number;
   private entries = 0;
+  /** An eviction is scheduled (see `installed`). */
+  private evictionDue = false;
   private readonly loader: BatchLoader<Loaded>;
 
   private readonly maxEntries: number;
@@ -595,7 +596,16 @@ export class MeterCounters implements Flushable {
   /** @internal A table took a new subject. */
   installed(): void {
     this.entries += 1;
-    if (this.entries > this.maxEntries) this.evict();
+    if (this.entries > this.maxEntries && !this.evictionDue) {
+      // In a task of its own, after this one: a request that read values in this task evaluates
+      // and ticks them (in its microtasks) before any can be dropped. Meanwhile the tables hold
+      // more than the cap by what this task installed.
+      this.evictionDue = true;
+      setImmediate(() => {
+        this.evictionDue = false;
+        if (this.entries > this.maxEntries) this.evict();
+      });
+    }
   }
 
   /** @internal A table dropped a subject. */
