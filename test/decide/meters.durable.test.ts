@@ -3,7 +3,35 @@ import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
 import { counterDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { seedSite, startHarness } from "../helpers/harness";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+
+/** The counter document with a second count meter, `visits`, read and ticked by a feature of its own. */
+function twoMeterDocument() {
+  const document = counterDocument();
+  const visits = {
+    ...document.features.counter,
+    rules: [{ when: { meter: "visits", remaining: { gt: 0 } }, then: "on", tick: ["visits"] }],
+  };
+  return {
+    ...document,
+    meters: { ...document.meters, visits: { ...document.meters.hits } },
+    features: { ...document.features, visits },
+  };
+}
+
+type Decisions = Record<string, { outcome: string; meters?: Record<string, { count: number }> }>;
+
+/** Keyed decide for one device on site "news". */
+function decider(h: Harness, key: string) {
+  return async (deviceId: string, features: string[]): Promise<Decisions> => {
+    const res = await h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", "x-api-key": key },
+      body: { features, deviceId },
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()).decisions as Decisions;
+  };
+}
 
 describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) => {
   it("keeps every tick across a graceful restart, and a new process reads the flushed values", async () => {
@@ -65,28 +93,8 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
       // Sixteen values held at most, and 20 readers asking for two meters each at once: readers'
       // values are evicted, and their subject slots reused, while other requests await reads.
       const h = await startHarness(db, { config: { SVC_METER_ENTRIES: "16" } });
-      const document = counterDocument();
-      const visits = {
-        ...document.features.counter,
-        rules: [{ when: { meter: "visits", remaining: { gt: 0 } }, then: "on", tick: ["visits"] }],
-      };
-      const twoMeters = {
-        ...document,
-        meters: { ...document.meters, visits: { ...document.meters.hits } },
-        features: { ...document.features, visits },
-      };
-      const { key } = await seedSite(h, "news", twoMeters);
-      const decide = async (deviceId: string, features: string[]) => {
-        const res = await h.request("POST", "/v1/decide", {
-          headers: { "x-svc-site-id": "news", "x-api-key": key },
-          body: { features, deviceId },
-        });
-        expect(res.status).toBe(200);
-        return (await res.json()).decisions as Record<
-          string,
-          { outcome: string; meters?: Record<string, { count: number }> }
-        >;
-      };
+      const { key } = await seedSite(h, "news", twoMeterDocument());
+      const decide = decider(h, key);
       // Five readers with one hit each, held and clean.
       const warm = ["w0", "w1", "w2", "w3", "w4"];
       for (const reader of warm) await decide(reader, ["counter"]);
@@ -117,6 +125,37 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
       // Eviction waits for a task of its own, so every request evaluated the values it read
       // before they could be dropped: all 20 were answered from their own values.
       for (const a of answers) expect([a.counter?.outcome, a.visits?.outcome]).toEqual(["on", "on"]);
+      await h.stop();
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it("reads a value again when it was evicted while its request awaited another read", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const config = { config: { SVC_METER_ENTRIES: "6" } };
+      let h = await startHarness(db, config);
+      const { key } = await seedSite(h, "news", twoMeterDocument());
+      await decider(h, key)("a", ["counter", "visits"]);
+      await h.stop();
+      // A new process: nothing held, so a's stored visits are read from Postgres below.
+      h = await startHarness(db, config);
+      const decide = decider(h, key);
+      expect((await decide("a", ["counter"])).counter?.meters?.hits?.count).toBe(1);
+      for (const reader of ["n1", "n2", "n3", "n4"]) await decide(reader, ["counter"]);
+      await h.deps.flusher.flushAll();
+      // Five values held, all clean, a's hits the oldest. a's request finds its hits held and
+      // awaits its visits; meanwhile two new readers take the tables past the cap (6), and the
+      // eviction's task drops the oldest clean values, a's hits among them. a's request must
+      // read its hits again, not decide without them.
+      const a = decide("a", ["counter", "visits"]);
+      const others = ["m1", "m2"].map((reader) => decide(reader, ["counter"]));
+      const answer = await a;
+      await Promise.all(others);
+      expect(answer.counter?.outcome).toBe("on");
+      expect(answer.counter?.meters?.hits?.count).toBe(2);
+      expect(answer.visits?.meters?.visits?.count).toBe(1);
       await h.stop();
     } finally {
       await db.drop();
