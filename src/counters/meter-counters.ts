@@ -91,11 +91,6 @@ export class SiteSubjects {
   private lastSubject: string | null = null;
   private lastSlot = -1;
 
-  /** Subjects held by at least one table. */
-  get size(): number {
-    return this.index.size;
-  }
-
   /** The slot of a subject, or -1 (no table holds it). */
   get(subject: string): number {
     if (subject === this.lastSubject) return this.lastSlot;
