@@ -32,6 +32,8 @@ export interface StartOptions {
   /** Write a .cpuprofile into this folder when the process exits. */
   profileDir?: string;
   startTimeoutMs?: number;
+  /** More environment for the server (e.g. `SVC_FLUSH_INTERVAL_MS`), over the bench's own. */
+  env?: Record<string, string>;
 }
 
 /** Creates a fresh database next to the one in `baseUrl`; the returned drop() removes it. */
@@ -74,6 +76,7 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     // "listening" (with the port) is an info line; decide logs nothing per request at info.
     SVC_LOG_LEVEL: "info",
     SVC_OPERATOR_TOKEN: randomBytes(24).toString("base64url"),
+    ...options.env,
   };
   let store: ServerHandle["store"] = "embedded";
   if (options.databaseUrl) {

@@ -334,6 +334,10 @@ export class MeterTable {
    */
   take(batch: FlushBatch, limit: number): number {
     let taken = 0;
+    // A count table's rows are its taken subjects and deltas (the arrays `settle` also reads); a
+    // seen table's are one per member not yet stored, so a subject may appear more than once.
+    const subjects = this.seenKind ? ([] as string[]) : this.flyingSubjects;
+    const items: string[] = [];
     while (taken < limit && this.queued > 0) {
       const slot = this.queue[this.head] as number;
       this.head = this.head + 1 === this.queue.length ? 0 : this.head + 1;
@@ -344,23 +348,28 @@ export class MeterTable {
       this.flyingSubjects.push(subject);
       taken += 1;
       if (!this.seenKind) {
-        const delta = this.pending[slot] as number;
+        this.flyingBefore.push(this.pending[slot] as number);
         this.pending[slot] = 0;
-        this.flyingBefore.push(delta);
-        batch.counts.push(this, subject);
-        batch.deltas.push(delta);
         continue;
       }
       const value = this.membersAt(slot);
       const from = this.pending[slot] as number;
-      const all = typeof value === "string" ? [value] : value;
-      this.pending[slot] = all.length;
       this.flyingBefore.push(from);
-      for (let i = from; i < all.length; i++) {
-        batch.seen.push(this, subject);
-        batch.items.push(all[i] as string);
+      if (typeof value === "string") {
+        if (from === 0) {
+          subjects.push(subject);
+          items.push(value);
+        }
+        this.pending[slot] = 1;
+        continue;
       }
+      for (let i = from; i < value.length; i++) {
+        subjects.push(subject);
+        items.push(value[i] as string);
+      }
+      this.pending[slot] = value.length;
     }
+    if (taken > 0) batch.parts.push({ table: this, subjects, deltas: this.seenKind ? [] : this.flyingBefore, items });
     // A drained backlog gives back its queue (4 bytes a subject at its longest).
     if (this.queued === 0 && this.queue.length > 1024) {
       this.queue = new Int32Array(16);
@@ -455,21 +464,13 @@ export class MeterTable {
   }
 }
 
-/** Counter keys split into the five key columns, passed to Postgres as five text arrays. */
+/** Counter keys split into the five key columns, passed to Postgres as five text arrays (reads). */
 class KeyArrays {
   readonly tenants: string[] = [];
   readonly sites: string[] = [];
   readonly meters: string[] = [];
   readonly subjects: string[] = [];
   readonly periods: string[] = [];
-
-  push(table: MeterTable, subject: string): void {
-    this.tenants.push(table.tenant);
-    this.sites.push(table.site);
-    this.meters.push(table.meter);
-    this.subjects.push(subject);
-    this.periods.push(table.period);
-  }
 
   pushKey(key: string): void {
     const [t, s, m, subj, per] = key.split(SEP) as [string, string, string, string, string];
@@ -490,13 +491,24 @@ class KeyArrays {
   }
 }
 
-/** One flush statement pair's rows: count deltas, and seen members to insert once. */
+/**
+ * One table's rows in a flush: the key columns it shares are sent once, as scalars, and only
+ * the subjects and their deltas (count meters) or members (seen meters) as arrays. Six arrays
+ * per row cost the request thread about twice as much to encode, and the store about three
+ * times as much to decode.
+ */
+interface FlushPart {
+  readonly table: MeterTable;
+  readonly subjects: string[];
+  /** A count table's deltas, by subject. */
+  readonly deltas: number[];
+  /** A seen table's new members, by subject. */
+  readonly items: string[];
+}
+
+/** One flush transaction's rows, a part per table. */
 class FlushBatch {
-  readonly counts = new KeyArrays();
-  readonly deltas: number[] = [];
-  readonly seen = new KeyArrays();
-  readonly items: string[] = [];
-  readonly tables: MeterTable[] = [];
+  readonly parts: FlushPart[] = [];
 }
 
 /**
@@ -648,36 +660,39 @@ export class MeterCounters implements Flushable {
       let room = want;
       for (const table of this.dirtyTables) {
         if (room === 0) break;
-        const taken = table.take(batch, room);
-        if (taken > 0) batch.tables.push(table);
-        room -= taken;
+        room -= table.take(batch, room);
         if (table.dirtyCount === 0) this.dirtyTables.delete(table);
       }
       budget -= want - room;
-      if (batch.tables.length === 0) break;
+      if (batch.parts.length === 0) break;
       try {
         await this.write(batch);
       } catch (error) {
-        for (const table of batch.tables) table.settle(false, this.present);
+        for (const part of batch.parts) part.table.settle(false, this.present);
         throw error;
       }
-      for (const table of batch.tables) table.settle(true, this.present);
+      for (const part of batch.parts) part.table.settle(true, this.present);
     }
   }
 
-  /** One batch in one transaction: count deltas added, seen members inserted once. */
+  /** One batch in one transaction: per table, count deltas added or seen members inserted once. */
   private async write(batch: FlushBatch): Promise<void> {
     await this.db.transaction(async (tx) => {
-      // Columns as arrays through unnest: a constant-size statement however many rows.
-      if (batch.counts.length > 0) {
-        await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
-          select * from unnest(${batch.counts.params()}, ${sql.param(batch.deltas)}::int[])
-          on conflict (tenant_id, site_id, meter, subject, period)
-          do update set count = meter_counts.count + excluded.count`);
-      }
-      if (batch.items.length > 0) {
-        await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
-          select * from unnest(${batch.seen.params()}, ${sql.param(batch.items)}::text[]) on conflict do nothing`);
+      // Rows as arrays through unnest: a constant-size statement however many rows.
+      for (const { table, subjects, deltas, items } of batch.parts) {
+        const key = sql`${table.tenant}::text, ${table.site}::text, ${table.meter}::text`;
+        if (!table.seenKind) {
+          await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
+            select ${key}, u.subject, ${table.period}::text, u.delta
+            from unnest(${sql.param(subjects)}::text[], ${sql.param(deltas)}::int[]) as u(subject, delta)
+            on conflict (tenant_id, site_id, meter, subject, period)
+            do update set count = meter_counts.count + excluded.count`);
+        } else if (items.length > 0) {
+          await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
+            select ${key}, u.subject, ${table.period}::text, u.item
+            from unnest(${sql.param(subjects)}::text[], ${sql.param(items)}::text[]) as u(subject, item)
+            on conflict do nothing`);
+        }
       }
     });
   }

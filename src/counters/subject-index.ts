@@ -40,8 +40,8 @@ export class SubjectIndex {
   /** Per slot: the key's first byte in `bytes` (FREE when the slot is free), and its length. */
   private starts = new Int32Array(MIN_CAPACITY);
   private lengths = new Uint16Array(MIN_CAPACITY);
-  /** The keys' characters, back to back. */
-  private bytes = new Uint8Array(256);
+  /** The keys' characters, back to back (a Buffer, so a key decodes natively in `keyAt`). */
+  private bytes: Buffer = Buffer.alloc(256);
   private used = 0;
   /** Bytes in `bytes[0, used)` that belong to deleted keys. */
   private dead = 0;
@@ -71,13 +71,10 @@ export class SubjectIndex {
     const at = this.starts[slot] as number;
     const stored = this.lengths[slot] as number;
     const length = stored & LENGTH_MASK;
-    const bytes = this.bytes;
-    const units = new Array<number>(length);
-    if ((stored & WIDE) === 0) for (let i = 0; i < length; i++) units[i] = bytes[at + i] as number;
-    else
-      for (let i = 0; i < length; i++)
-        units[i] = (bytes[at + 2 * i] as number) | ((bytes[at + 2 * i + 1] as number) << 8);
-    return String.fromCharCode(...units);
+    // Latin-1 is one byte per code unit; wide keys are stored low byte first (UTF-16LE).
+    return (stored & WIDE) === 0
+      ? this.bytes.toString("latin1", at, at + length)
+      : this.bytes.toString("utf16le", at, at + 2 * length);
   }
 
   /** The slot of `key`, or -1. */
@@ -259,7 +256,7 @@ export class SubjectIndex {
   private makeRoom(size: number): void {
     const live = this.used - this.dead;
     const reuse = this.dead * 2 >= this.used && live + size <= this.bytes.length;
-    const next = new Uint8Array(reuse ? this.bytes.length : Math.max(256, Math.ceil((live + size) * 1.5)));
+    const next = Buffer.alloc(reuse ? this.bytes.length : Math.max(256, Math.ceil((live + size) * 1.5)));
     if (this.dead === 0) next.set(this.bytes.subarray(0, this.used));
     else {
       let at = 0;
