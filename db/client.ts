@@ -22,14 +22,20 @@ export interface Database {
   close(): Promise<void>;
 }
 
-const migrationsFolder = join(dirname(fileURLToPath(import.meta.url)), "migrations");
+export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "migrations");
 
 /**
  * Opens the store and applies the committed migrations. With a URL: postgres.js on a real
  * server. Without: embedded Postgres (PGlite) persisted in `dataDir` (or in memory when
  * dataDir is ":memory:").
  */
-export async function openDatabase(options: { url?: string; dataDir?: string }): Promise<Database> {
+export async function openDatabase(options: {
+  url?: string;
+  dataDir?: string;
+  /** The committed migrations by default; an upgrade test passes a folder of the earlier ones. */
+  migrationsFolder?: string;
+}): Promise<Database> {
+  const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {} });
     const db = drizzlePostgres({ client, schema, casing: "snake_case" });

@@ -199,32 +199,47 @@ export const grants = pgTable(
   (t) => [primaryKey({ columns: [t.userId, t.grant] })],
 );
 
-/** Meter counters: one row per (site, meter, subject, period). */
+/**
+ * One meter of one site in one period: the key its counters are stored under, so a counter row
+ * carries a 4-byte id instead of the four key columns (about half the store's work per flushed
+ * row, and smaller rows and indexes).
+ */
+export const meterKeys = pgTable(
+  "meter_keys",
+  {
+    id: integer().primaryKey().generatedAlwaysAsIdentity(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    meter: text().notNull(),
+    period: text().notNull(),
+  },
+  (t) => [uniqueIndex("meter_keys_tenant_site_meter_period").on(t.tenantId, t.siteId, t.meter, t.period)],
+);
+
+/**
+ * Count meters: one row per (meter key, subject). No foreign key to `meter_keys`: the flush
+ * creates the key in the same transaction, and a per-row check would cost the write path.
+ * Filled to 70% (migration 0002), so an update usually stays on its page without a new index entry.
+ */
 export const meterCounts = pgTable(
   "meter_counts",
   {
-    tenantId: text().notNull(),
-    siteId: text().notNull(),
-    meter: text().notNull(),
+    meterId: integer().notNull(),
     subject: text().notNull(),
-    period: text().notNull(),
     count: integer().notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.meter, t.subject, t.period] })],
+  (t) => [primaryKey({ columns: [t.meterId, t.subject] })],
 );
 
-/** Members of seen-set meters: an article counts once per period. */
+/** Members of seen-set meters: an article counts once per (meter key, subject). */
 export const meterSeen = pgTable(
   "meter_seen",
   {
-    tenantId: text().notNull(),
-    siteId: text().notNull(),
-    meter: text().notNull(),
+    meterId: integer().notNull(),
     subject: text().notNull(),
-    period: text().notNull(),
     item: text().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.meter, t.subject, t.period, t.item] })],
+  (t) => [primaryKey({ columns: [t.meterId, t.subject, t.item] })],
 );
 
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */

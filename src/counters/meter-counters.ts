@@ -170,6 +170,8 @@ export class MeterTable {
   private flyingSubjects: string[] = [];
   /** Where the next eviction sweep starts. */
   private cursor = 0;
+  /** @internal This table's row in `meter_keys`, once a flush has committed it (or found it). */
+  keyId: number | null = null;
 
   constructor(
     private readonly owner: MeterCounters,
@@ -512,6 +514,23 @@ class FlushBatch {
 }
 
 /**
+ * A table's row in `meter_keys`, created when missing. Another process may create the same row
+ * meanwhile: the insert then does nothing and the select finds theirs.
+ */
+async function keyIdOf(tx: Pick<Db, "execute">, table: MeterTable): Promise<number> {
+  const { tenant, site, meter, period } = table;
+  await tx.execute(sql`insert into meter_keys (tenant_id, site_id, meter, period)
+    values (${tenant}, ${site}, ${meter}, ${period}) on conflict do nothing`);
+  const rows = rowsOf<{ id: number }>(
+    await tx.execute(sql`select id from meter_keys
+      where tenant_id = ${tenant} and site_id = ${site} and meter = ${meter} and period = ${period}`),
+  );
+  const id = rows[0]?.id;
+  if (id === undefined) throw new Error(`meter key of ${site}/${meter}/${period} was neither created nor found`);
+  return Number(id);
+}
+
+/**
  * Meter values held in memory in per-(tenant, site, meter, period) tables, loaded from
  * Postgres on a miss (batched, single-flight) and flushed as deltas (`count = count + delta`,
  * seen members inserted once). Clean entries are evicted oldest-first past `maxEntries`, in a
@@ -558,8 +577,10 @@ export class MeterCounters implements Flushable {
     // Seen meters are stored as members only (no count row), so their keys come from meter_seen
     // (distinct: one row per member there; a key in both tables is simply added twice).
     const rows = rowsOf<KeyColumns>(
-      await this.db.execute(sql`select tenant_id, site_id, meter, subject, period from meter_counts
-        union all select distinct tenant_id, site_id, meter, subject, period from meter_seen`),
+      await this.db.execute(sql`select k.tenant_id, k.site_id, k.meter, c.subject, k.period
+        from meter_counts c join meter_keys k on k.id = c.meter_id
+        union all select k.tenant_id, k.site_id, k.meter, s.subject, k.period
+        from (select distinct meter_id, subject from meter_seen) s join meter_keys k on k.id = s.meter_id`),
     );
     for (const r of rows) this.present.add(keyOfRow(r));
   }
@@ -665,35 +686,46 @@ export class MeterCounters implements Flushable {
       }
       budget -= want - room;
       if (batch.parts.length === 0) break;
+      let keyIds: number[];
       try {
-        await this.write(batch);
+        keyIds = await this.write(batch);
       } catch (error) {
         for (const part of batch.parts) part.table.settle(false, this.present);
         throw error;
       }
-      for (const part of batch.parts) part.table.settle(true, this.present);
+      for (let i = 0; i < batch.parts.length; i++) {
+        const table = (batch.parts[i] as FlushPart).table;
+        // Only now: a key row created by a transaction that rolled back does not exist.
+        table.keyId = keyIds[i] as number;
+        table.settle(true, this.present);
+      }
     }
   }
 
-  /** One batch in one transaction: per table, count deltas added or seen members inserted once. */
-  private async write(batch: FlushBatch): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      // Rows as arrays through unnest: a constant-size statement however many rows.
+  /**
+   * One batch in one transaction: per table, count deltas added or seen members inserted once,
+   * under the table's key id (created on its first flush). Returns the parts' key ids.
+   */
+  private async write(batch: FlushBatch): Promise<number[]> {
+    return this.db.transaction(async (tx) => {
+      const keyIds: number[] = [];
       for (const { table, subjects, deltas, items } of batch.parts) {
-        const key = sql`${table.tenant}::text, ${table.site}::text, ${table.meter}::text`;
+        const keyId = table.keyId ?? (await keyIdOf(tx, table));
+        keyIds.push(keyId);
+        // Rows as arrays through unnest: a constant-size statement however many rows.
         if (!table.seenKind) {
-          await tx.execute(sql`insert into meter_counts (tenant_id, site_id, meter, subject, period, count)
-            select ${key}, u.subject, ${table.period}::text, u.delta
+          await tx.execute(sql`insert into meter_counts (meter_id, subject, count)
+            select ${keyId}::int, u.subject, u.delta
             from unnest(${sql.param(subjects)}::text[], ${sql.param(deltas)}::int[]) as u(subject, delta)
-            on conflict (tenant_id, site_id, meter, subject, period)
-            do update set count = meter_counts.count + excluded.count`);
+            on conflict (meter_id, subject) do update set count = meter_counts.count + excluded.count`);
         } else if (items.length > 0) {
-          await tx.execute(sql`insert into meter_seen (tenant_id, site_id, meter, subject, period, item)
-            select ${key}, u.subject, ${table.period}::text, u.item
+          await tx.execute(sql`insert into meter_seen (meter_id, subject, item)
+            select ${keyId}::int, u.subject, u.item
             from unnest(${sql.param(subjects)}::text[], ${sql.param(items)}::text[]) as u(subject, item)
             on conflict do nothing`);
         }
       }
+      return keyIds;
     });
   }
 
@@ -706,10 +738,12 @@ export class MeterCounters implements Flushable {
       const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
       // Both reads at once: on a server they run on two pooled connections.
       const [countRows, itemRows] = await Promise.all([
-        this.db.execute(sql`select c.tenant_id, c.site_id, c.meter, c.subject, c.period, c.count
-          from meter_counts c join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
-        this.db.execute(sql`select s.tenant_id, s.site_id, s.meter, s.subject, s.period, s.item
-          from meter_seen s join (${list}) k using (tenant_id, site_id, meter, subject, period)`),
+        this.db.execute(sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, c.count
+          from (${list}) w join meter_keys m using (tenant_id, site_id, meter, period)
+          join meter_counts c on c.meter_id = m.id and c.subject = w.subject`),
+        this.db.execute(sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, s.item
+          from (${list}) w join meter_keys m using (tenant_id, site_id, meter, period)
+          join meter_seen s on s.meter_id = m.id and s.subject = w.subject`),
       ]);
       for (const r of rowsOf<KeyColumns & { count: number }>(countRows)) {
         found.set(keyOfRow(r), { count: Number(r.count), items: null });

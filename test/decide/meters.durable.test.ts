@@ -119,7 +119,9 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
       });
       await h.deps.flusher.flushAll();
       const rows = rowsOf<{ subject: string; meter: string; count: number }>(
-        await db.db.execute(sql`select subject, meter, count from meter_counts`),
+        await db.db.execute(
+          sql`select c.subject, k.meter, c.count from meter_counts c join meter_keys k on k.id = c.meter_id`,
+        ),
       );
       expect(rows.map((r) => `${r.subject}.${r.meter}:${Number(r.count)}`).sort()).toEqual(expected.sort());
       // Eviction waits for a task of its own, so every request evaluated the values it read
