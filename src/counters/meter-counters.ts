@@ -258,6 +258,38 @@ export class MeterTable {
     return true;
   }
 
+  /**
+   * Ticks a subject whose value is not held (decide ran out of rounds of reads at the cap): the
+   * stored value is read first, in the background, and the tick lands on it, so this process
+   * never holds the tick alone. The next flush waits for it. Should the read fail, the tick goes
+   * on an empty value (`tickCount`/`tickSeen`): Postgres still adds it, but this process reads a
+   * low figure until the entry is dropped and read back. `articleId` is required on seen meters.
+   */
+  tickWhenRead(subject: string, articleId: string | null): void {
+    if (this.tickIfHeld(subject, articleId)) return;
+    const applied = this.load(subject).then(
+      // Held now: `load` installed it and nothing ran in between (eviction waits for a task).
+      () => {
+        if (!this.tickIfHeld(subject, articleId)) this.tickInstalling(subject, articleId);
+      },
+      () => this.tickInstalling(subject, articleId),
+    );
+    this.owner.deferred(applied);
+  }
+
+  private tickIfHeld(subject: string, articleId: string | null): boolean {
+    const slot = this.find(subject);
+    if (slot < 0) return false;
+    if (!this.seenKind) this.tickCountAt(slot);
+    else if (articleId !== null) this.tickSeenAt(slot, articleId);
+    return true;
+  }
+
+  private tickInstalling(subject: string, articleId: string | null): void {
+    if (!this.seenKind) this.tickCount(subject);
+    else if (articleId !== null) this.tickSeen(subject, articleId);
+  }
+
   /** A seen meter's members in a slot (no allocation). */
   private membersAt(slot: number): SeenValue {
     const c = this.seen[slot] as number;
@@ -542,6 +574,8 @@ export class MeterCounters implements Flushable {
   /** Per (tenant, site): the subjects its tables share. */
   private readonly sites = new Map<string, SiteSubjects>();
   private dirtyTables = new Set<MeterTable>();
+  /** Ticks waiting for a read (`MeterTable.tickWhenRead`); a flush waits for those it finds. */
+  private readonly waitingTicks = new Set<Promise<void>>();
   /** Interned article ids: code -> id (code 0 is none) and id -> code, at most `maxArticleIds`. */
   private readonly articleIds: string[] = [""];
   private readonly articleCodes = new Map<string, number>();
@@ -641,6 +675,12 @@ export class MeterCounters implements Flushable {
     this.entries -= 1;
   }
 
+  /** @internal A tick that lands once its value is read. */
+  deferred(applied: Promise<void>): void {
+    const settled = applied.catch(() => {}).finally(() => this.waitingTicks.delete(settled));
+    this.waitingTicks.add(settled);
+  }
+
   /** @internal */
   markDirty(table: MeterTable): void {
     this.dirtyTables.add(table);
@@ -674,6 +714,8 @@ export class MeterCounters implements Flushable {
    * back and stops; those written before it stay written.
    */
   async flush(): Promise<void> {
+    // Ticks waiting for their value's read belong to this flush (those that come later, the next).
+    if (this.waitingTicks.size > 0) await Promise.all([...this.waitingTicks]);
     let budget = this.pendingCount;
     while (budget > 0 && this.dirtyTables.size > 0) {
       const batch = new FlushBatch();

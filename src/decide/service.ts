@@ -274,9 +274,10 @@ function applyTicks(
     const at = found[i] as number;
     if (h.seenKind) {
       if (articleId === null) continue;
-      if (at < 0) h.table.tickSeen(subject, articleId);
+      // Not held after every round of reads: ticked once read, so it lands on the stored value.
+      if (at < 0) h.table.tickWhenRead(subject, articleId);
       else h.table.tickSeenAt(at, articleId);
-    } else if (at < 0) h.table.tickCount(subject);
+    } else if (at < 0) h.table.tickWhenRead(subject, null);
     else h.table.tickCountAt(at);
   }
 }

@@ -332,4 +332,49 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
       await db.drop();
     }
   }, 60_000);
+
+  it("ticks a value it does not hold once it has read it, so the tick lands on the stored value; the flush waits for it", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const exclusive = kind === "embedded";
+      const first = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      await first.prime();
+      const calls = first.table("t", "s", "calls", "2026-11", false);
+      const articles = first.table("t", "s", "articles", "2026-11", true);
+      await calls.load("reader");
+      await articles.load("reader");
+      for (let i = 0; i < 5; i++) calls.tickCount("reader");
+      articles.tickSeen("reader", "a-1");
+      articles.tickSeen("reader", "a-2");
+      await first.flush();
+
+      // Another process, holding nothing of the reader (as after its entries were dropped).
+      const second = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      await second.prime();
+      const callsThere = second.table("t", "s", "calls", "2026-11", false);
+      const articlesThere = second.table("t", "s", "articles", "2026-11", true);
+      callsThere.tickWhenRead("reader", null);
+      articlesThere.tickWhenRead("reader", "a-3");
+      articlesThere.tickWhenRead("reader", "a-1");
+      callsThere.tickWhenRead("newcomer", null);
+      // One flush: it waits for the reads, then writes the ticks.
+      await second.flush();
+      expect(second.pendingCount).toBe(0);
+      expect(callsThere.peek("reader")).toBe(6);
+      expect(callsThere.peek("newcomer")).toBe(1);
+      expect([...(articlesThere.peek("reader") as string[])].sort()).toEqual(["a-1", "a-2", "a-3"]);
+      const stored = rowsOf<{ subject: string; count: number }>(
+        await db.db.execute(sql`select subject, count from meter_counts order by subject`),
+      );
+      expect(stored.map((r) => `${r.subject}:${Number(r.count)}`)).toEqual(["newcomer:1", "reader:6"]);
+      const members = rowsOf<{ item: string }>(await db.db.execute(sql`select item from meter_seen order by item`));
+      expect(members.map((r) => r.item)).toEqual(["a-1", "a-2", "a-3"]);
+
+      // Held values are ticked at once.
+      callsThere.tickWhenRead("reader", null);
+      expect(callsThere.peek("reader")).toBe(7);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
 });
