@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
@@ -546,6 +546,28 @@ class FlushBatch {
 }
 
 /**
+ * @internal The two reads of a batch of counter keys: stored counts, and stored seen members.
+ * Each wanted key is looked up on its own, by the whole (meter_id, subject) primary-key prefix:
+ * a lateral subquery behind OFFSET 0, which the planner cannot merge into the join. As a plain
+ * join, on tables never analyzed (PGlite never analyzes; a server's autovacuum takes its time),
+ * Postgres looked up by meter_id alone and filtered every row of the meter for each wanted
+ * subject: 8,475 rows each in the memory scenario on a server, which ran at 790 instead of
+ * 7,100 requests a second.
+ */
+export function loadStatements(keys: readonly string[]): { counts: SQL; items: SQL } {
+  const wanted = new KeyArrays();
+  for (const key of keys) wanted.pushKey(key);
+  const rows = sql`unnest(${wanted.params()}) as w(tenant_id, site_id, meter, subject, period)
+    join meter_keys m using (tenant_id, site_id, meter, period)`;
+  return {
+    counts: sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, c.count from ${rows}
+      cross join lateral (select count from meter_counts where meter_id = m.id and subject = w.subject offset 0) c`,
+    items: sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, s.item from ${rows}
+      cross join lateral (select item from meter_seen where meter_id = m.id and subject = w.subject offset 0) s`,
+  };
+}
+
+/**
  * A table's row in `meter_keys`, created when missing. Another process may create the same row
  * meanwhile: the insert then does nothing and the select finds theirs.
  */
@@ -775,18 +797,9 @@ export class MeterCounters implements Flushable {
     const found = new Map<string, Loaded>();
     const chunk = STATEMENT_ROWS;
     for (let i = 0; i < keys.length; i += chunk) {
-      const wanted = new KeyArrays();
-      for (const key of keys.slice(i, i + chunk)) wanted.pushKey(key);
-      const list = sql`select * from unnest(${wanted.params()}) as k(tenant_id, site_id, meter, subject, period)`;
+      const { counts, items } = loadStatements(keys.slice(i, i + chunk));
       // Both reads at once: on a server they run on two pooled connections.
-      const [countRows, itemRows] = await Promise.all([
-        this.db.execute(sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, c.count
-          from (${list}) w join meter_keys m using (tenant_id, site_id, meter, period)
-          join meter_counts c on c.meter_id = m.id and c.subject = w.subject`),
-        this.db.execute(sql`select w.tenant_id, w.site_id, w.meter, w.subject, w.period, s.item
-          from (${list}) w join meter_keys m using (tenant_id, site_id, meter, period)
-          join meter_seen s on s.meter_id = m.id and s.subject = w.subject`),
-      ]);
+      const [countRows, itemRows] = await Promise.all([this.db.execute(counts), this.db.execute(items)]);
       for (const r of rowsOf<KeyColumns & { count: number }>(countRows)) {
         found.set(keyOfRow(r), { count: Number(r.count), items: null });
       }
