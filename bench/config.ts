@@ -26,6 +26,8 @@ export interface BenchConfig {
   /** Longest wait, after the memory load, for the server to write its backlog and go quiet. */
   memorySettleLimitS: number;
   memoryKeys: number;
+  /** Stored subjects the read-back scenario reads, on a server restarted over the memory scenario's data. */
+  readBackSubjects: number;
   /** Time limit of the prime pass (one request per reader of the pools). */
   primeTimeLimitS: number;
   /** Pre-generated bodies: per spec key, and for wrk. */
@@ -94,6 +96,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       memorySettleLimitS: 10,
       primeTimeLimitS: 10,
       memoryKeys: 10,
+      readBackSubjects: 500,
       bodiesPerSpecKey: 400,
       wrkBodies: 5_000,
       articles: 500,
@@ -116,6 +119,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       memorySettleLimitS: 10,
       primeTimeLimitS: 30,
       memoryKeys: 100,
+      readBackSubjects: 5_000,
       bodiesPerSpecKey: 2_000,
       wrkBodies: 20_000,
       articles: 2_000,
@@ -137,6 +141,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     memorySettleLimitS: 180,
     primeTimeLimitS: 300,
     memoryKeys: 200,
+    readBackSubjects: 100_000,
     bodiesPerSpecKey: 4_000,
     wrkBodies: 50_000,
     articles: 5_000,

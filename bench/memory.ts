@@ -138,6 +138,79 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   };
 }
 
+export interface ReadBackResult {
+  generator: string;
+  store: string;
+  /** Subjects the memory scenario stored; the read-back reads `requests` of them, spread evenly. */
+  subjects_stored: number;
+  requests: number;
+  status_200: number;
+  status_other: number;
+  no_response: number;
+  duration_s: number;
+  rps: number;
+  time_limit_hit: boolean;
+  server_cpu_cores: number;
+  generator_cpu_cores: number;
+}
+
+export interface ReadBackOptions {
+  /** A server started over the memory scenario's data (`startDecideServer({ reuse })`). */
+  server: ServerHandle;
+  keys: readonly string[];
+  articles: readonly Article[];
+  optional: readonly string[];
+  /** How many subjects the memory scenario stored (its `subjects_touched`). */
+  stored: number;
+  count: number;
+  timeLimitS: number;
+}
+
+/**
+ * Read back: one request for each of `count` subjects the memory scenario stored, on a freshly
+ * started server, so every request reads its meters from Postgres (as every reader's first
+ * request does after a restart or once its entries were dropped). The memory scenario itself only
+ * touches new subjects, which the embedded store answers without a read.
+ */
+export async function runReadBack(o: ReadBackOptions): Promise<ReadBackResult> {
+  const rand = prng(101);
+  const bodyOptions = { count: 0, articles: o.articles, optional: o.optional, devices: 0, users: [] };
+  const headers = o.keys.map((key) => ({
+    "x-svc-site-id": BENCH_SITE,
+    "x-api-key": key,
+    "content-type": "application/json",
+  }));
+  const count = Math.min(o.count, o.stored);
+  const run = await driveClosedLoop({
+    port: o.server.port,
+    serverPid: o.server.pid,
+    count,
+    timeLimitS: o.timeLimitS,
+    requestFor: (n) => {
+      const subject = Math.floor((n * o.stored) / count);
+      return buildRequest(
+        "/v1/decide",
+        headers[n % headers.length] as Record<string, string>,
+        buildBody(rand, bodyOptions, { deviceId: `mem-${subject.toString(36)}` }),
+      );
+    },
+  });
+  return {
+    generator: CLOSED_LOOP_GENERATOR,
+    store: o.server.store,
+    subjects_stored: o.stored,
+    requests: run.sent,
+    status_200: run.status_200,
+    status_other: run.status_other,
+    no_response: run.no_response,
+    duration_s: run.duration_s,
+    rps: run.rps,
+    time_limit_hit: run.time_limit_hit,
+    server_cpu_cores: run.server_cpu_cores,
+    generator_cpu_cores: run.generator_cpu_cores,
+  };
+}
+
 /**
  * Below this many cores over a one-second sample, the server counts as quiet: writing a backlog
  * keeps it near one core, and an idle process with a large heap still uses a few percent.

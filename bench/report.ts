@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DriveResult } from "./closed-loop";
-import type { MemoryResult } from "./memory";
+import type { MemoryResult, ReadBackResult } from "./memory";
 import type { OverLimitResult } from "./over-limit";
 import type { MachineInfo, SystemUsage, sourceState } from "./proc";
 import type { ProfileSummary } from "./profile";
@@ -40,6 +40,8 @@ export interface BenchResults {
   open_loop_floor?: SpecRateResult;
   over_limit?: OverLimitResult;
   memory?: MemoryResult;
+  /** Stored subjects read back by a server restarted over the memory scenario's data. */
+  read_back?: ReadBackResult;
   /** The memory scenario's latest sample while it runs (kept when a run is interrupted). */
   memory_progress?: { subjects_touched: number; rss_mb: number; elapsed_s: number };
   /** Set when the run was stopped early (signal, time limit); the scenarios present are real. */
@@ -221,6 +223,17 @@ export function printTable(r: BenchResults): void {
       "p50 / p99 / p99.9 ms": "-",
       result: `RSS ${fmt(m.rss_mb, 1)} MB settled ${m.settled ? "" : "(not quiet) "}after ${fmt(m.settle_s, 0)} s (at load end ${fmt(m.rss_mb_at_load_end, 1)}, baseline ${fmt(m.rss_mb_baseline, 1)}, peak ${fmt(m.rss_mb_peak, 1)})`,
       "cpu cores": cpu(m.generator_cpu_cores, m.server_cpu_cores),
+    });
+  }
+  if (r.read_back) {
+    const b = r.read_back;
+    rows.push({
+      scenario: `read back (${fmt(b.requests, 0)} stored subjects, restarted server)`,
+      generator: "closed-loop",
+      throughput: `${fmt(b.rps, 0)} req/s`,
+      "p50 / p99 / p99.9 ms": "-",
+      result: `200s ${b.status_200}; other ${b.status_other}; no answer ${b.no_response}${b.time_limit_hit ? "; time limit hit" : ""}`,
+      "cpu cores": cpu(b.generator_cpu_cores, b.server_cpu_cores),
     });
   }
   console.log(`\nsvc bench (${r.mode}, ${r.store} store) on ${r.machine.cores} cores, ${r.machine.cpu_model}`);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { driveClosedLoop } from "./closed-loop";
 import { type BenchConfig, parseArgs } from "./config";
 import { buildRequest, RequestPool } from "./http-conn";
-import { CLOSED_LOOP_GENERATOR, runMemory } from "./memory";
+import { CLOSED_LOOP_GENERATOR, runMemory, runReadBack } from "./memory";
 import { runOverLimit } from "./over-limit";
 import {
   busyCores,
@@ -331,7 +331,29 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
       }),
     ),
   );
-  await memServer.stop();
+  // SIGTERM: the server writes everything it holds before it exits.
+  const memCode = await memServer.stop();
+  if (memCode !== 0) results.errors.push(`memory server exited with ${memCode} on SIGTERM`);
+  const stored = results.memory.subjects_touched;
+  if (stored === 0) return;
+  const readServer = await timed("read back: restarting over the memory scenario's data", () =>
+    startDecideServer({ label: "read-back", reuse: memServer }),
+  );
+  const count = Math.min(cfg.readBackSubjects, stored);
+  results.read_back = await timed(`read back: ${count.toLocaleString("en-US")} stored subjects`, () =>
+    metered(results, "read_back", () =>
+      runReadBack({
+        server: readServer,
+        keys: memKeys,
+        articles,
+        optional,
+        stored,
+        count,
+        timeLimitS: cfg.memoryTimeLimitS,
+      }),
+    ),
+  );
+  await readServer.stop();
 }
 
 /** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */
@@ -344,6 +366,7 @@ function sanityErrors(r: BenchResults): string[] {
   if (!r.spec_rate || r.spec_rate.status_200 === 0) out.push("spec rate: no request answered 200");
   if (!r.over_limit || r.over_limit.admitted_per_window.every((a) => a === 0)) out.push("over limit: nothing admitted");
   if (!r.memory || r.memory.subjects_touched === 0) out.push("memory: no subject touched");
+  if (r.read_back && r.read_back.status_200 === 0) out.push("read back: no request answered 200");
   return out;
 }
 

@@ -34,6 +34,8 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** More environment for the server (e.g. `SVC_FLUSH_INTERVAL_MS`), over the bench's own. */
   env?: Record<string, string>;
+  /** A stopped server whose data (folder or database) and operator token this one takes over. */
+  reuse?: ServerHandle;
 }
 
 /** Creates a fresh database next to the one in `baseUrl`; the returned drop() removes it. */
@@ -64,8 +66,14 @@ async function createBenchDatabase(
 }
 
 export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
-  const dataDir = mkdtempSync(join(tmpdir(), `svc-bench-${options.label}-`));
-  onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
+  const reuse = options.reuse;
+  let dataDir: string;
+  if (reuse) dataDir = reuse.dataDir;
+  else {
+    const created = mkdtempSync(join(tmpdir(), `svc-bench-${options.label}-`));
+    onCleanup(() => rmSync(created, { recursive: true, force: true }));
+    dataDir = created;
+  }
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "",
     HOME: process.env.HOME ?? tmpdir(),
@@ -75,11 +83,14 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     SVC_SEED_DEMO: "0",
     // "listening" (with the port) is an info line; decide logs nothing per request at info.
     SVC_LOG_LEVEL: "info",
-    SVC_OPERATOR_TOKEN: randomBytes(24).toString("base64url"),
+    SVC_OPERATOR_TOKEN: reuse?.env.SVC_OPERATOR_TOKEN ?? randomBytes(24).toString("base64url"),
     ...options.env,
   };
   let store: ServerHandle["store"] = "embedded";
-  if (options.databaseUrl) {
+  if (reuse?.env.DATABASE_URL) {
+    env.DATABASE_URL = reuse.env.DATABASE_URL;
+    store = "postgres";
+  } else if (options.databaseUrl) {
     const db = await createBenchDatabase(options.databaseUrl, options.label);
     onCleanup(db.drop);
     env.DATABASE_URL = db.url;
