@@ -42,8 +42,10 @@ export interface BenchConfig {
 
 const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile]
 
-  (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects
-  --quick    every scenario briefly (under two minutes); memory at 100,000 subjects
+  (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects,
+             100,000 of them read back by a restarted server
+  --quick    every scenario briefly (under two minutes): spec rate 1 window, memory at
+             100,000 subjects, 5,000 read back
   --smoke    every scenario very briefly, checks only that the bench runs end to end (CI)
   --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
   --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
@@ -107,7 +109,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
   if (mode === "quick") {
     return {
       ...base,
-      specWindows: 2,
+      specWindows: 1,
       overWindows: 3,
       saturationKeys: 500,
       warmupS: 2,
