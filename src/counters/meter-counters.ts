@@ -528,8 +528,9 @@ class KeyArrays {
 /**
  * One table's rows in a flush: the key columns it shares are sent once, as scalars, and only
  * the subjects and their deltas (count meters) or members (seen meters) as arrays. Six arrays
- * per row cost the request thread about twice as much to encode, and the store about three
- * times as much to decode.
+ * per row cost the request thread half as much again to encode (1.3 against 0.85 µs a row, with
+ * the subject decoding below), and PGlite about three times as much to decode (5.5 against
+ * 1.9 µs a row).
  */
 interface FlushPart {
   readonly table: MeterTable;
