@@ -72,13 +72,7 @@ export interface MemoryOptions {
 }
 
 export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
-  const rand = prng(99);
-  const bodyOptions = { count: 0, articles: o.articles, optional: o.optional, devices: 0, users: [] };
-  const headers = o.keys.map((key) => ({
-    "x-svc-site-id": BENCH_SITE,
-    "x-api-key": key,
-    "content-type": "application/json",
-  }));
+  const requestFor = subjectRequests(o, 99);
   const baseline = rssMb(o.server.pid);
   const t0 = performance.now();
   const curve: { subjects: number; rss_mb: number }[] = [{ subjects: 0, rss_mb: round(baseline, 1) }];
@@ -87,12 +81,7 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     serverPid: o.server.pid,
     count: o.subjects,
     timeLimitS: o.timeLimitS,
-    requestFor: (n) =>
-      buildRequest(
-        "/v1/decide",
-        headers[n % headers.length] as Record<string, string>,
-        buildBody(rand, bodyOptions, { deviceId: `mem-${n.toString(36)}` }),
-      ),
+    requestFor: (n) => requestFor(n, n),
     onSample: (touched) => {
       const rss = round(rssMb(o.server.pid), 1);
       curve.push({ subjects: touched, rss_mb: rss });
@@ -138,20 +127,34 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   };
 }
 
-export interface ReadBackResult {
+/**
+ * The memory and read-back scenarios' requests: the n-th goes to key n (mod the keys) and names
+ * the subject `mem-<subject in base 36>`, with features and an article drawn from `seed`.
+ */
+function subjectRequests(
+  o: { keys: readonly string[]; articles: readonly Article[]; optional: readonly string[] },
+  seed: number,
+): (n: number, subject: number) => Uint8Array {
+  const rand = prng(seed);
+  const bodyOptions = { count: 0, articles: o.articles, optional: o.optional, devices: 0, users: [] };
+  const headers = o.keys.map((key) => ({
+    "x-svc-site-id": BENCH_SITE,
+    "x-api-key": key,
+    "content-type": "application/json",
+  }));
+  return (n, subject) =>
+    buildRequest(
+      "/v1/decide",
+      headers[n % headers.length] as Record<string, string>,
+      buildBody(rand, bodyOptions, { deviceId: `mem-${subject.toString(36)}` }),
+    );
+}
+
+export interface ReadBackResult extends DriveResult {
   generator: string;
   store: string;
-  /** Subjects the memory scenario stored; the read-back reads `requests` of them, spread evenly. */
+  /** Subjects the memory scenario stored; the read-back reads `sent` of them, spread evenly. */
   subjects_stored: number;
-  requests: number;
-  status_200: number;
-  status_other: number;
-  no_response: number;
-  duration_s: number;
-  rps: number;
-  time_limit_hit: boolean;
-  server_cpu_cores: number;
-  generator_cpu_cores: number;
 }
 
 export interface ReadBackOptions {
@@ -173,42 +176,16 @@ export interface ReadBackOptions {
  * touches new subjects, which the embedded store answers without a read.
  */
 export async function runReadBack(o: ReadBackOptions): Promise<ReadBackResult> {
-  const rand = prng(101);
-  const bodyOptions = { count: 0, articles: o.articles, optional: o.optional, devices: 0, users: [] };
-  const headers = o.keys.map((key) => ({
-    "x-svc-site-id": BENCH_SITE,
-    "x-api-key": key,
-    "content-type": "application/json",
-  }));
+  const requestFor = subjectRequests(o, 101);
   const count = Math.min(o.count, o.stored);
   const run = await driveClosedLoop({
     port: o.server.port,
     serverPid: o.server.pid,
     count,
     timeLimitS: o.timeLimitS,
-    requestFor: (n) => {
-      const subject = Math.floor((n * o.stored) / count);
-      return buildRequest(
-        "/v1/decide",
-        headers[n % headers.length] as Record<string, string>,
-        buildBody(rand, bodyOptions, { deviceId: `mem-${subject.toString(36)}` }),
-      );
-    },
+    requestFor: (n) => requestFor(n, Math.floor((n * o.stored) / count)),
   });
-  return {
-    generator: CLOSED_LOOP_GENERATOR,
-    store: o.server.store,
-    subjects_stored: o.stored,
-    requests: run.sent,
-    status_200: run.status_200,
-    status_other: run.status_other,
-    no_response: run.no_response,
-    duration_s: run.duration_s,
-    rps: run.rps,
-    time_limit_hit: run.time_limit_hit,
-    server_cpu_cores: run.server_cpu_cores,
-    generator_cpu_cores: run.generator_cpu_cores,
-  };
+  return { generator: CLOSED_LOOP_GENERATOR, store: o.server.store, subjects_stored: o.stored, ...run };
 }
 
 /**

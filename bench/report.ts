@@ -228,7 +228,7 @@ export function printTable(r: BenchResults): void {
   if (r.read_back) {
     const b = r.read_back;
     rows.push({
-      scenario: `read back (${fmt(b.requests, 0)} stored subjects, restarted server)`,
+      scenario: `read back (${fmt(b.sent, 0)} stored subjects, restarted server)`,
       generator: "closed-loop",
       throughput: `${fmt(b.rps, 0)} req/s`,
       "p50 / p99 / p99.9 ms": "-",
