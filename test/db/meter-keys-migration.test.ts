@@ -3,10 +3,9 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import postgres from "postgres";
 import { MIGRATIONS_FOLDER, openDatabase, rowsOf } from "../../db/client";
 import { countOf, MeterCounters } from "../../src/counters/meter-counters";
-import { type StoreKind, storeKinds } from "../helpers/databases";
+import { emptyServerDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 
 /** A copy of the committed migrations up to and including `lastTag`. */
 function migrationsUpTo(lastTag: string): string {
@@ -27,19 +26,8 @@ async function place(kind: StoreKind): Promise<{ options: { url?: string; dataDi
     const dataDir = mkdtempSync(join(tmpdir(), "svc-upgrade-"));
     return { options: { dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
-  const url = process.env.DATABASE_URL as string;
-  const name = `svc_test_upgrade_${Date.now()}_${process.pid}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  return {
-    options: { url: target.toString() },
-    async drop() {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    },
-  };
+  const empty = await emptyServerDatabase();
+  return { options: { url: empty.url }, drop: empty.drop };
 }
 
 describe.each(storeKinds)("migration 0002 (meter keys), %s store", (kind) => {

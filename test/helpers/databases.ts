@@ -9,7 +9,7 @@ export const storeKinds: StoreKind[] = process.env.DATABASE_URL ? ["embedded", "
 
 /**
  * A fresh, migrated database of the given kind: embedded in memory, or a new database on the
- * server named after the test file, dropped again by `drop()`.
+ * server under a random name, dropped again by `drop()`.
  */
 export async function freshDatabase(
   kind: StoreKind,
@@ -18,6 +18,20 @@ export async function freshDatabase(
     const database = await openDatabase({ dataDir: ":memory:" });
     return { ...database, url: null, drop: () => database.close() };
   }
+  const empty = await emptyServerDatabase();
+  const database = await openDatabase({ url: empty.url });
+  return {
+    ...database,
+    url: empty.url,
+    async drop() {
+      await database.close();
+      await empty.drop();
+    },
+  };
+}
+
+/** A new, empty database on the server of DATABASE_URL (no migrations applied); `drop()` removes it. */
+export async function emptyServerDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("server store needs DATABASE_URL");
   const name = `svc_test_${randomBytes(6).toString("hex")}`;
@@ -25,12 +39,9 @@ export async function freshDatabase(
   await admin.unsafe(`create database ${name}`);
   const target = new URL(url);
   target.pathname = `/${name}`;
-  const database = await openDatabase({ url: target.toString() });
   return {
-    ...database,
     url: target.toString(),
     async drop() {
-      await database.close();
       await admin.unsafe(`drop database if exists ${name} with (force)`);
       await admin.end();
     },
