@@ -384,6 +384,40 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
     }
   }, 60_000);
 
+  it("ticks a value it could not read onto an empty one, so Postgres still adds the tick", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const exclusive = kind === "embedded";
+      const first = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      await first.prime();
+      const calls = first.table("t", "s", "calls", "2026-11", false);
+      await calls.load("reader");
+      for (let i = 0; i < 5; i++) calls.tickCount("reader");
+      await first.flush();
+
+      const second = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      await second.prime();
+      const callsThere = second.table("t", "s", "calls", "2026-11", false);
+      // Reads fail (they join meter_keys); the flush after them must still add the tick.
+      await db.db.execute(sql`alter table meter_keys rename to meter_keys_away`);
+      callsThere.tickWhenRead("reader", null);
+      const flushing = second.flush().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      // The flush waited for the failed read; its own write failed too (no meter_keys).
+      expect(await flushing).toBeInstanceOf(Error);
+      expect(callsThere.peek("reader")).toBe(1);
+      await db.db.execute(sql`alter table meter_keys_away rename to meter_keys`);
+      await second.flush();
+      expect(second.pendingCount).toBe(0);
+      const stored = rowsOf<{ count: number }>(await db.db.execute(sql`select count from meter_counts`));
+      expect(stored.map((r) => Number(r.count))).toEqual([6]);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+
   it("reads each wanted key by its whole key, also from tables never analyzed (no scan of the meter's other subjects)", async () => {
     const db = await freshDatabase(kind);
     try {
