@@ -201,8 +201,8 @@ export const grants = pgTable(
 
 /**
  * One meter of one site in one period: the key its counters are stored under, so a counter row
- * carries a 4-byte id instead of the four key columns (about half the store's work per flushed
- * row, and smaller rows and indexes).
+ * carries a 4-byte id instead of the four key columns: smaller rows and indexes, and about a
+ * third less of PGlite's work per written row (8–11 against 13–16 µs, measured on PGlite alone).
  */
 export const meterKeys = pgTable(
   "meter_keys",

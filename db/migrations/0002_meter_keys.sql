@@ -1,7 +1,6 @@
 -- Meter counters stored under a 4-byte key id: a row of meter_counts or meter_seen carried the
--- tenant, site, meter and period as text, in the row and in its primary key. Measured on the
--- embedded store, 300,000 flushed rows: about half the store's work per row. Every stored count
--- and member is carried over.
+-- tenant, site, meter and period as text, in the row and in its primary key. Measured on PGlite
+-- alone: 8-11 against 13-16 µs a written row. Every stored count and member is carried over.
 CREATE TABLE "meter_keys" (
 	"id" integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "meter_keys_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1),
 	"tenant_id" text NOT NULL,
