@@ -56,6 +56,11 @@ export class RequestPool {
     return this.offsets.length - 1;
   }
 
+  /** Every request's bytes, and request i's offsets at [i, i + 1] (for the open-loop sender's plan). */
+  raw(): { bytes: Uint8Array; offsets: Uint32Array } {
+    return { bytes: this.bytes, offsets: this.offsets };
+  }
+
   /** A view of request `i` (no copy). */
   get(i: number): Uint8Array {
     return this.bytes.subarray(this.offsets[i] as number, this.offsets[i + 1] as number);

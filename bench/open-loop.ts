@@ -1,14 +1,18 @@
 /**
- * The open-loop sender (no wrk2, vegeta or k6 is available from npm or Debian). Every request
- * has an intended send time fixed before the run; when it comes, the request is written on an
- * idle keep-alive connection (one request in flight per connection; the pool grows when all are
- * busy, and a request waits in a backlog only while a new connection opens or the pool is at its
- * cap), whatever the server is doing. Latency runs from the INTENDED time to the last byte of the
- * response, so a stalled server cannot hide its queue (no coordinated omission). The sender's own
- * lateness is recorded separately (`send lag`).
+ * The open-loop sender: `bench/open-loop.c`, built with the machine's C compiler on first use (no
+ * wrk2, vegeta or k6 is available from npm or Debian; the C file says why it is not TypeScript).
+ * Every request has an intended send time fixed before the run; when it comes, the request is
+ * written on an idle keep-alive connection (one request in flight per connection; the pool grows
+ * when all are busy, and a request waits in a backlog only while a new connection opens or the
+ * pool is at its cap), whatever the server is doing. Latency runs from the INTENDED time to the
+ * last byte of the response, so a stalled server cannot hide its queue (no coordinated omission).
+ * The sender's own lateness is recorded separately (`send lag`).
  */
-import { HttpConnection, type RequestPool } from "./http-conn";
-import { selfCpu } from "./proc";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { RequestPool } from "./http-conn";
+import { ensurePackage, track } from "./proc";
 
 export interface OpenLoopPlan {
   port: number;
@@ -23,11 +27,6 @@ export interface OpenLoopPlan {
   maxConnections?: number;
   /** How long to wait for the last responses after the last send. */
   drainTimeoutMs?: number;
-  /**
-   * How sends are timed: `worker` (default) sleeps in a worker thread on a futex and wakes the
-   * main thread when sends are due; `spin` polls with setImmediate (one core busy).
-   */
-  pacer?: "worker" | "spin";
 }
 
 export interface OpenLoopResult {
@@ -51,186 +50,118 @@ export interface OpenLoopResult {
   sender: { cpu_s: number; wall_s: number; cores: number };
   /** How late the sender was ready for the first send (set-up overran its lead); should be 0. */
   lateStartMs: number;
+  /** The sender ran as a real-time (SCHED_FIFO) thread; without the privilege it cannot. */
+  realtime: boolean;
 }
 
-/** Epoch ms minus performance.now(), measured as tightly as Date.now()'s resolution allows. */
-export function clockOffset(): number {
-  let best = Number.POSITIVE_INFINITY;
-  let offset = 0;
-  for (let i = 0; i < 50; i++) {
-    const a = performance.now();
-    const d = Date.now();
-    const b = performance.now();
-    if (b - a < best) {
-      best = b - a;
-      offset = d - (a + b) / 2;
+const SOURCE = join(import.meta.dir, "open-loop.c");
+const BINARY = join(import.meta.dir, ".build", "open-loop");
+
+/** What names the sender in the results file. */
+export const OPEN_LOOP_GENERATOR = "bench/open-loop.c (epoll, HTTP/1.1 keep-alive pool, open loop)";
+
+/** Builds the sender when its binary is missing or older than its source (installs gcc if need be). */
+export async function ensureOpenLoopSender(): Promise<string> {
+  const built = (() => {
+    try {
+      return statSync(BINARY).mtimeMs >= statSync(SOURCE).mtimeMs;
+    } catch {
+      return false;
     }
+  })();
+  if (built) return BINARY;
+  if (!Bun.which("cc")) await ensurePackage("cc", "gcc");
+  mkdirSync(dirname(BINARY), { recursive: true });
+  // Built beside its final name and renamed, so a sender that starts meanwhile never runs half a file.
+  const partial = `${BINARY}.${process.pid}`;
+  const cc = Bun.spawnSync(["cc", "-O2", "-Wall", "-Wextra", "-o", partial, SOURCE, "-lm"], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (cc.exitCode !== 0) throw new Error(`could not build ${SOURCE}: ${cc.stderr.toString().trim()}`);
+  renameSync(partial, BINARY);
+  return BINARY;
+}
+
+// The files the sender reads and writes (little-endian, this machine's own):
+//   plan:    8 × u32 header (magic "OLP1", port, connections, max connections, drain timeout ms,
+//            requests, sends, 0), f64 × sends intended epoch ms, u32 × sends request index,
+//            u32 × (requests + 1) byte offsets, then the requests' bytes;
+//   results: 4 × u32 (magic "OLR1", sent, completed, connections used), 4 × f64 (late start ms,
+//            CPU s, wall s, 1 when it ran real-time), f64 × sends each of latency, send lag, write delay, sent epoch and
+//            received epoch (NaN where none), u16 × sends status (0: no response), u8 × sends
+//            Retry-After present.
+const PLAN_MAGIC = 0x31504c4f;
+const RESULT_MAGIC = 0x31524c4f;
+
+function planBytes(plan: OpenLoopPlan): Uint8Array {
+  const n = plan.sendAtEpoch.length;
+  if (plan.requestOf.length !== n) throw new Error("runOpenLoop: sendAtEpoch and requestOf differ in length");
+  const { bytes, offsets } = plan.requests.raw();
+  const requests = offsets.length - 1;
+  const head = new Uint32Array([
+    PLAN_MAGIC,
+    plan.port,
+    plan.connections,
+    plan.maxConnections ?? 512,
+    plan.drainTimeoutMs ?? 10_000,
+    requests,
+    n,
+    0,
+  ]);
+  const out = new Uint8Array(32 + n * 12 + offsets.byteLength + bytes.byteLength);
+  let at = 0;
+  for (const part of [head, plan.sendAtEpoch, plan.requestOf, offsets, bytes]) {
+    out.set(new Uint8Array(part.buffer, part.byteOffset, part.byteLength), at);
+    at += part.byteLength;
   }
-  return offset;
+  return out;
+}
+
+function parseResults(buf: ArrayBuffer, n: number, connectionErrors: string[]): OpenLoopResult {
+  const head = new Uint32Array(buf, 0, 4);
+  const times = new Float64Array(buf, 16, 4);
+  if (head[0] !== RESULT_MAGIC || buf.byteLength !== 48 + n * 43) throw new Error("malformed open-loop results");
+  const f64 = (k: number) => new Float64Array(buf.slice(48 + k * n * 8, 48 + (k + 1) * n * 8));
+  const [cpu_s, wall_s] = [times[1] as number, times[2] as number];
+  return {
+    sends: head[1] as number,
+    completed: head[2] as number,
+    latencyMs: f64(0),
+    sendLagMs: f64(1),
+    writeDelayMs: f64(2),
+    sentEpoch: f64(3),
+    recvEpoch: f64(4),
+    status: new Uint16Array(buf.slice(48 + 40 * n, 48 + 42 * n)),
+    retryAfter: new Uint8Array(buf.slice(48 + 42 * n, 48 + 43 * n)),
+    connectionErrors,
+    connectionsUsed: head[3] as number,
+    sender: { cpu_s, wall_s, cores: wall_s > 0 ? cpu_s / wall_s : 0 },
+    lateStartMs: times[0] as number,
+    realtime: times[3] === 1,
+  };
 }
 
 export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopResult> {
-  const n = plan.sendAtEpoch.length;
-  const offset = clockOffset();
-  const at = new Float64Array(n);
-  for (let i = 0; i < n; i++) at[i] = (plan.sendAtEpoch[i] as number) - offset;
-  const maxConnections = plan.maxConnections ?? 512;
-
-  const status = new Uint16Array(n);
-  const retryAfter = new Uint8Array(n);
-  const latencyMs = new Float64Array(n).fill(Number.NaN);
-  const sendLagMs = new Float64Array(n).fill(Number.NaN);
-  const writeDelayMs = new Float64Array(n).fill(Number.NaN);
-  const sentEpoch = new Float64Array(n).fill(Number.NaN);
-  const recvEpoch = new Float64Array(n).fill(Number.NaN);
-  let completed = 0;
-  let sent = 0;
-  let sendingOver = false;
-  let resolveDone: () => void = () => {};
-  const allDone = new Promise<void>((r) => {
-    resolveDone = r;
-  });
-
-  const conns: HttpConnection[] = [];
-  const idle: HttpConnection[] = [];
-  // Sends waiting for a connection, first in first out.
-  const backlog = new Int32Array(n);
-  let backlogHead = 0;
-  let backlogTail = 0;
-  let opening = 0;
-  let nextIndex = 0;
-
-  const write = (conn: HttpConnection, i: number) => {
-    const t = performance.now();
-    if (conn.send(plan.requests.get(plan.requestOf[i] as number), i)) {
-      writeDelayMs[i] = t - (at[i] as number);
-      sentEpoch[i] = t + offset;
-      sent++;
-      return true;
+  const binary = await ensureOpenLoopSender();
+  const dir = mkdtempSync(join(tmpdir(), "svc-open-loop-"));
+  try {
+    const planPath = join(dir, "plan");
+    const resultsPath = join(dir, "results");
+    await Bun.write(planPath, planBytes(plan));
+    const child = track(Bun.spawn([binary, planPath, resultsPath], { stdout: "inherit", stderr: "pipe" }));
+    const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
+    const lines = stderr.split("\n").filter((l) => l !== "");
+    if (code !== 0) throw new Error(`open-loop sender exited with ${code}: ${lines.join("; ")}`);
+    const connectionErrors: string[] = [];
+    for (const line of lines) {
+      if (line.startsWith("connection error: ")) connectionErrors.push(line.slice(18));
+      else console.log(`open-loop sender: ${line}`);
     }
-    return false;
-  };
-  /** A connection is free: it takes the oldest waiting send, else goes back to the idle list. */
-  const release = (conn: HttpConnection) => {
-    while (backlogHead < backlogTail) {
-      if (conn.closed) return;
-      if (write(conn, backlog[backlogHead++] as number)) return;
-    }
-    if (!conn.closed) idle.push(conn);
-  };
-  const open = async () => {
-    const index = nextIndex++;
-    opening++;
-    try {
-      const conn = await HttpConnection.open(plan.port, (tag, code, retry, now) => {
-        status[tag] = code;
-        retryAfter[tag] = retry ? 1 : 0;
-        latencyMs[tag] = now - (at[tag] as number);
-        recvEpoch[tag] = now + offset;
-        completed++;
-        if (sendingOver && completed >= sent && backlogHead >= backlogTail) resolveDone();
-        release(conns[index] as HttpConnection);
-      });
-      conns[index] = conn;
-      return conn;
-    } finally {
-      opening--;
-    }
-  };
-  const dispatch = (i: number) => {
-    sendLagMs[i] = performance.now() - (at[i] as number);
-    let conn = idle.pop();
-    while (conn?.closed) conn = idle.pop();
-    if (conn && write(conn, i)) return;
-    backlog[backlogTail++] = i;
-    // Grow gently: a connect costs the sender about a millisecond, so opening one per waiting
-    // request during a short stall would turn that stall into a long one.
-    if (opening < 2 && nextIndex < maxConnections) {
-      void open().then(
-        (c) => release(c),
-        () => {},
-      );
-    }
-  };
-
-  // A full collection now, so garbage from set-up or an earlier scenario is not collected mid-run.
-  Bun.gc(true);
-  // Connect shortly before the first send: servers close idle keep-alive connections (Bun: 10 s).
-  const first = n > 0 ? (at[0] as number) : performance.now();
-  while (first - performance.now() > 500) await Bun.sleep(Math.min(1_000, first - performance.now() - 400));
-  await Promise.all(Array.from({ length: plan.connections }, () => open()));
-  for (const c of conns) if (c) idle.push(c);
-  while (first - performance.now() > 20) await Bun.sleep(first - performance.now() - 15);
-  const lateStartMs = Math.max(0, performance.now() - first);
-
-  const cpu = selfCpu();
-  let i = 0;
-  const sendDue = (upTo: number) => {
-    while (i < upTo) dispatch(i++);
-  };
-  if ((plan.pacer ?? "worker") === "worker") {
-    const worker = new Worker(new URL("./pacer-worker.ts", import.meta.url).href);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        worker.onmessage = (event: MessageEvent<number>) => {
-          if (event.data < 0) resolve();
-          else sendDue(event.data);
-        };
-        worker.onerror = (event) => reject(new Error(`pacer worker failed: ${event.message}`));
-        // The worker's clock: performance.timeOrigin + performance.now(), the same in every thread.
-        const times = new Float64Array(n);
-        const toOrigin = performance.timeOrigin;
-        for (let k = 0; k < n; k++) times[k] = (at[k] as number) + toOrigin;
-        worker.postMessage({ times, earlyMs: 0 });
-      });
-      sendDue(n);
-    } finally {
-      worker.terminate();
-    }
-  } else {
-    await new Promise<void>((resolve) => {
-      const tick = () => {
-        const now = performance.now();
-        let due = i;
-        while (due < n && (at[due] as number) <= now) due++;
-        sendDue(due);
-        if (i >= n) {
-          resolve();
-          return;
-        }
-        const wait = (at[i] as number) - performance.now();
-        // Timers are millisecond-grained: sleep only when the next send is well ahead, else spin.
-        if (wait > 3) setTimeout(tick, wait - 2);
-        else setImmediate(tick);
-      };
-      tick();
-    });
+    return parseResults(await Bun.file(resultsPath).arrayBuffer(), plan.sendAtEpoch.length, connectionErrors);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  sendingOver = true;
-  if (completed < n) {
-    await Promise.race([allDone, Bun.sleep(plan.drainTimeoutMs ?? 10_000)]);
-  }
-  const usage = cpu.stop();
-  const connectionErrors: string[] = [];
-  for (const c of conns) {
-    if (c?.error) connectionErrors.push(c.error);
-    c?.close();
-  }
-  return {
-    sends: sent,
-    completed,
-    status,
-    retryAfter,
-    latencyMs,
-    sendLagMs,
-    writeDelayMs,
-    sentEpoch,
-    recvEpoch,
-    connectionErrors,
-    connectionsUsed: nextIndex,
-    sender: usage,
-    lateStartMs,
-  };
 }
 
 /** Latencies of answered requests, compacted (for percentiles). */

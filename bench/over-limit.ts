@@ -4,11 +4,10 @@
  * rest with 429 and Retry-After.
  */
 import { buildRequest, RequestPool } from "./http-conn";
-import { runOpenLoop } from "./open-loop";
+import { OPEN_LOOP_GENERATOR, runOpenLoop } from "./open-loop";
 import { buildSchedule, nextWindowStart, WINDOW_MS } from "./schedule";
 import type { ServerHandle } from "./server";
 import { BENCH_SITE } from "./site";
-import { OPEN_LOOP_GENERATOR } from "./spec-rate";
 import { round } from "./stats";
 
 export interface OverLimitResult {

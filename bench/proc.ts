@@ -47,6 +47,25 @@ export function killAllSync(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 }
 
+/** Installs Debian's `pkg` with apt-get when `command` is not on PATH (the bench runs as root). */
+export async function ensurePackage(command: string, pkg: string): Promise<void> {
+  if (Bun.which(command)) return;
+  console.log(`${command} not found: installing it with apt-get (Debian package ${pkg})…`);
+  const run = async (cmd: string[]) => {
+    const child = track(
+      Bun.spawn(cmd, { stdout: "ignore", stderr: "pipe", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }),
+    );
+    const code = await child.exited;
+    return { code, err: await new Response(child.stderr).text() };
+  };
+  let res = await run(["apt-get", "install", "-y", "-qq", pkg]);
+  if (res.code !== 0) {
+    await run(["apt-get", "update", "-qq"]);
+    res = await run(["apt-get", "install", "-y", "-qq", pkg]);
+  }
+  if (res.code !== 0 || !Bun.which(command)) throw new Error(`could not install ${pkg}: ${res.err.trim()}`);
+}
+
 const CLK_TCK = 100;
 
 /** CPU seconds (user + system, all threads) a live process has used, from /proc/<pid>/stat. */

@@ -26,7 +26,7 @@ export interface BenchResults {
   mode: string;
   store: string;
   machine: MachineInfo;
-  versions: { bun: string; node: string; wrk: string };
+  versions: { bun: string; node: string; wrk: string; cc: string };
   /** The project's code at the start (main server) and when the memory server started. */
   source?: { at_start: SourceState; at_memory_server?: SourceState };
   config: Record<string, unknown>;

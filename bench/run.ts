@@ -14,6 +14,7 @@ import { driveClosedLoop } from "./closed-loop";
 import { type BenchConfig, parseArgs } from "./config";
 import { buildRequest, RequestPool } from "./http-conn";
 import { CLOSED_LOOP_GENERATOR, runMemory, runReadBack } from "./memory";
+import { ensureOpenLoopSender } from "./open-loop";
 import { runOverLimit } from "./over-limit";
 import {
   busyCores,
@@ -419,7 +420,7 @@ async function main(): Promise<number> {
     mode: cfg.mode,
     store: cfg.databaseUrl ? "postgres" : "embedded",
     machine: machineInfo(),
-    versions: { bun: Bun.version, node: commandOutput(["node", "--version"]) || "absent", wrk: "" },
+    versions: { bun: Bun.version, node: commandOutput(["node", "--version"]) || "absent", wrk: "", cc: "" },
     config: { ...cfg, databaseUrl: cfg.databaseUrl ? "(set)" : undefined },
     source: { at_start: sourceState(ROOT) },
     errors: [],
@@ -439,7 +440,9 @@ async function main(): Promise<number> {
       log(`warning: ${results.machine.busy_cores_before_start} cores already busy before the bench started`);
     }
     await ensureWrk();
+    await ensureOpenLoopSender();
     results.versions.wrk = wrkVersion();
+    results.versions.cc = commandOutput(["cc", "--version"]).split("\n")[0] ?? "";
     log(`mode ${cfg.mode}, ${results.store} store, ${results.machine.cores} cores (${results.machine.cpu_model})`);
     await bench(cfg, results, workDir);
     const broken = sanityErrors(results);

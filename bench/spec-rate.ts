@@ -3,14 +3,12 @@
  * window (5,000 req/s with 25 keys), latency measured from the intended send time.
  */
 import { buildRequest, RequestPool } from "./http-conn";
-import { answeredLatencies, runOpenLoop } from "./open-loop";
+import { answeredLatencies, OPEN_LOOP_GENERATOR, runOpenLoop } from "./open-loop";
 import { procCpu } from "./proc";
 import { buildSchedule, nextWindowStart, WINDOW_MS } from "./schedule";
 import type { ServerHandle } from "./server";
 import { BENCH_SITE } from "./site";
 import { round, summarise } from "./stats";
-
-export const OPEN_LOOP_GENERATOR = "bench/open-loop.ts (Bun.connect, HTTP/1.1 keep-alive pool, open loop)";
 
 export interface SpecRateResult {
   generator: string;
@@ -45,6 +43,8 @@ export interface SpecRateResult {
   write_delay_p99_ms: number;
   /** The sender was ready this late for the first send (0 unless set-up overran). */
   late_start_ms: number;
+  /** The sender ran as a real-time thread (bench/open-loop.c says why); false: its lag may show. */
+  sender_realtime: boolean;
   generator_cpu_cores: number;
   server_cpu_cores: number;
   connection_errors: string[];
@@ -192,6 +192,7 @@ export async function runSpecRate(o: SpecRateOptions): Promise<SpecRateResult> {
     send_lag_max_ms: lag.max_ms,
     write_delay_p99_ms: writeDelay.p99_ms,
     late_start_ms: round(r.lateStartMs),
+    sender_realtime: r.realtime,
     generator_cpu_cores: round(r.sender.cores, 2),
     server_cpu_cores: round(serverCpu.cores, 2),
     connection_errors: r.connectionErrors,

@@ -43,7 +43,7 @@ describe("bench report: targets", () => {
     mode: "full",
     store: "embedded",
     machine: { cores: 2, cpu_model: "test", mem_total_gb: 1, kernel: "test", busy_cores_before_start: 0 },
-    versions: { bun: "1", node: "1", wrk: "1" },
+    versions: { bun: "1", node: "1", wrk: "1", cc: "1" },
     config: {},
     errors: [],
   };

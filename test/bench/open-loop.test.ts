@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { buildRequest, RequestPool } from "../../bench/http-conn";
+import { answeredLatencies, runOpenLoop } from "../../bench/open-loop";
+
+// The bench's open-loop sender (bench/open-loop.c, built on first use) against real servers on
+// 127.0.0.1: what it measures must hold whatever the server does.
+
+const servers: { stop: (force?: boolean) => unknown }[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.stop(true);
+});
+
+function serve(fetch: (request: Request) => Response | Promise<Response>) {
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch });
+  servers.push(server);
+  return server.port as number;
+}
+
+function pool(count: number): RequestPool {
+  return RequestPool.from(
+    Array.from({ length: count }, (_, i) => buildRequest("/r", { "x-n": String(i) }, JSON.stringify({ n: i }))),
+    count,
+  );
+}
+
+/** `n` sends `stepMs` apart, starting `leadMs` from now, each naming request i % requests. */
+function schedule(n: number, stepMs: number, requests: number, leadMs = 600) {
+  const start = Date.now() + leadMs;
+  return {
+    sendAtEpoch: Float64Array.from({ length: n }, (_, i) => start + i * stepMs),
+    requestOf: Uint32Array.from({ length: n }, (_, i) => i % requests),
+  };
+}
+
+describe("open-loop sender", () => {
+  test("sends every request once, in order, and reads status and Retry-After of each", async () => {
+    const seen: number[] = [];
+    const port = serve(async (request) => {
+      const n = (JSON.parse(await request.text()) as { n: number }).n;
+      seen.push(n);
+      if (n % 3 === 0) return new Response("no", { status: 429, headers: { "retry-after": "4" } });
+      return Response.json({ n });
+    });
+    const r = await runOpenLoop({ port, requests: pool(6), ...schedule(30, 2, 6), connections: 4 });
+    expect(r.sends).toBe(30);
+    expect(r.completed).toBe(30);
+    expect(r.connectionErrors).toEqual([]);
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i % 6));
+    for (let i = 0; i < 30; i++) {
+      expect(r.status[i]).toBe(i % 3 === 0 ? 429 : 200);
+      expect(r.retryAfter[i]).toBe(i % 3 === 0 ? 1 : 0);
+      expect(r.recvEpoch[i] as number).toBeGreaterThanOrEqual(r.sentEpoch[i] as number);
+    }
+  });
+
+  test("reads chunked responses whole", async () => {
+    const port = serve(() => {
+      const body = new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("first part,"));
+          controller.enqueue(new TextEncoder().encode("second part"));
+          controller.close();
+        },
+      });
+      return new Response(body, { status: 201 });
+    });
+    const r = await runOpenLoop({ port, requests: pool(1), ...schedule(10, 3, 1), connections: 1 });
+    expect(r.completed).toBe(10);
+    expect([...r.status]).toEqual(new Array(10).fill(201));
+  });
+
+  test("a stalled server's queue counts in the latency: times run from the intended send (no coordinated omission)", async () => {
+    // One connection, and the pool may not grow: while the first answer is held for 300 ms, the
+    // nine sends due meanwhile wait for the connection, and each is charged its wait.
+    let first = true;
+    const port = serve(async () => {
+      if (first) {
+        first = false;
+        await Bun.sleep(300);
+      }
+      return Response.json({});
+    });
+    const r = await runOpenLoop({
+      port,
+      requests: pool(1),
+      ...schedule(10, 10, 1),
+      connections: 1,
+      maxConnections: 1,
+    });
+    expect(r.completed).toBe(10);
+    expect(r.latencyMs[0] as number).toBeGreaterThanOrEqual(290);
+    // The last send was due 90 ms after the first, so it waited at least 200 ms for the connection.
+    expect(r.latencyMs[9] as number).toBeGreaterThanOrEqual(200);
+    expect(r.writeDelayMs[9] as number).toBeGreaterThanOrEqual(200);
+    // The sender itself was on time: the wait was the server's.
+    expect(r.sendLagMs[9] as number).toBeLessThan(50);
+    expect(answeredLatencies(r).length).toBe(10);
+  });
+
+  test("the pool grows while every connection is busy", async () => {
+    const port = serve(async () => {
+      await Bun.sleep(50);
+      return Response.json({});
+    });
+    const r = await runOpenLoop({ port, requests: pool(1), ...schedule(20, 5, 1), connections: 1, maxConnections: 8 });
+    expect(r.completed).toBe(20);
+    expect(r.connectionsUsed).toBeGreaterThan(1);
+    expect(r.connectionsUsed).toBeLessThanOrEqual(8);
+  });
+
+  test("a connection the server drops is reported, and its request has no response", async () => {
+    const listener = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data: (socket) => {
+          socket.end();
+        },
+      },
+    });
+    servers.push(listener);
+    const r = await runOpenLoop({
+      port: listener.port,
+      requests: pool(1),
+      ...schedule(2, 5, 1),
+      connections: 2,
+      maxConnections: 2,
+      drainTimeoutMs: 500,
+    });
+    expect(r.completed).toBe(0);
+    expect([...r.status]).toEqual([0, 0]);
+    expect(Number.isNaN(r.latencyMs[0] as number)).toBe(true);
+    expect(r.connectionErrors.length).toBeGreaterThanOrEqual(2);
+    expect(r.connectionErrors[0]).toContain("closed by the server");
+  });
+
+  test("a plan whose times and requests differ in length is refused before anything is sent", async () => {
+    await expect(
+      runOpenLoop({
+        port: 1,
+        requests: pool(1),
+        sendAtEpoch: new Float64Array(2),
+        requestOf: new Uint32Array(1),
+        connections: 1,
+      }),
+    ).rejects.toThrow("differ in length");
+  });
+});
