@@ -175,7 +175,11 @@ static int write_send(conn_t *c, uint32_t i) {
 static void release(conn_t *c) {
   while (backlog_head < backlog_tail) {
     if (c->state != READY) return;
-    if (write_send(c, backlog[backlog_head++])) return;
+    /* A send the connection failed on stays first in line for the next connection. */
+    if (write_send(c, backlog[backlog_head])) {
+      backlog_head++;
+      return;
+    }
   }
   if (c->state == READY) idle[n_idle++] = (uint32_t)(c - conns);
 }
@@ -367,6 +371,12 @@ int main(int argc, char **argv) {
   if (size < need + offsets[n_requests]) {
     fprintf(stderr, "error: malformed plan %s\n", argv[1]);
     return 2;
+  }
+  for (uint32_t r = 0; r < n_requests; r++) {
+    if (offsets[r + 1] < offsets[r]) {
+      fprintf(stderr, "error: malformed plan %s: request offsets go backwards\n", argv[1]);
+      return 2;
+    }
   }
   for (uint32_t i = 0; i < n_sends; i++) {
     if (request_of[i] >= n_requests) {
