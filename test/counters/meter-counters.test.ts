@@ -4,6 +4,32 @@ import { rowsOf } from "../../db/client";
 import { countOf, holds, loadStatements, MeterCounters, meterKey } from "../../src/counters/meter-counters";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 
+/**
+ * A reader with 5 calls (and `seen` articles) stored by one process, and a second process over
+ * the same database that holds nothing of the reader yet: what decide meets after eviction.
+ */
+async function storedByAnother(
+  db: ConstructorParameters<typeof MeterCounters>[0],
+  kind: string,
+  seen: readonly string[],
+): Promise<MeterCounters> {
+  const exclusiveWriter = kind === "embedded";
+  const first = new MeterCounters(db, { exclusiveWriter });
+  await first.prime();
+  const calls = first.table("t", "s", "calls", "2026-11", false);
+  await calls.load("reader");
+  for (let i = 0; i < 5; i++) calls.tickCount("reader");
+  if (seen.length > 0) {
+    const articles = first.table("t", "s", "articles", "2026-11", true);
+    await articles.load("reader");
+    for (const article of seen) articles.tickSeen("reader", article);
+  }
+  await first.flush();
+  const second = new MeterCounters(db, { exclusiveWriter });
+  await second.prime();
+  return second;
+}
+
 /** Every node of an EXPLAIN (FORMAT JSON) plan. */
 function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
   const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
@@ -342,21 +368,8 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
   it("ticks a value it does not hold once it has read it, so the tick lands on the stored value; the flush waits for it", async () => {
     const db = await freshDatabase(kind);
     try {
-      const exclusive = kind === "embedded";
-      const first = new MeterCounters(db.db, { exclusiveWriter: exclusive });
-      await first.prime();
-      const calls = first.table("t", "s", "calls", "2026-11", false);
-      const articles = first.table("t", "s", "articles", "2026-11", true);
-      await calls.load("reader");
-      await articles.load("reader");
-      for (let i = 0; i < 5; i++) calls.tickCount("reader");
-      articles.tickSeen("reader", "a-1");
-      articles.tickSeen("reader", "a-2");
-      await first.flush();
-
       // Another process, holding nothing of the reader (as after its entries were dropped).
-      const second = new MeterCounters(db.db, { exclusiveWriter: exclusive });
-      await second.prime();
+      const second = await storedByAnother(db.db, kind, ["a-1", "a-2"]);
       const callsThere = second.table("t", "s", "calls", "2026-11", false);
       const articlesThere = second.table("t", "s", "articles", "2026-11", true);
       callsThere.tickWhenRead("reader", null);
@@ -387,16 +400,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
   it("ticks a value it could not read onto an empty one, so Postgres still adds the tick", async () => {
     const db = await freshDatabase(kind);
     try {
-      const exclusive = kind === "embedded";
-      const first = new MeterCounters(db.db, { exclusiveWriter: exclusive });
-      await first.prime();
-      const calls = first.table("t", "s", "calls", "2026-11", false);
-      await calls.load("reader");
-      for (let i = 0; i < 5; i++) calls.tickCount("reader");
-      await first.flush();
-
-      const second = new MeterCounters(db.db, { exclusiveWriter: exclusive });
-      await second.prime();
+      const second = await storedByAnother(db.db, kind, []);
       const callsThere = second.table("t", "s", "calls", "2026-11", false);
       // Reads fail (they join meter_keys); the flush after them must still add the tick.
       await db.db.execute(sql`alter table meter_keys rename to meter_keys_away`);
