@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { buildRequest, RequestPool } from "../../bench/http-conn";
-import { answeredLatencies, runOpenLoop } from "../../bench/open-loop";
+import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "../../bench/open-loop";
 
 // The bench's open-loop sender (bench/open-loop.c, built on first use) against real servers on
 // 127.0.0.1: what it measures must hold whatever the server does.
@@ -144,5 +147,35 @@ describe("open-loop sender", () => {
         connections: 1,
       }),
     ).rejects.toThrow("differ in length");
+  });
+
+  test("the sender itself refuses a malformed plan file, sends nothing and writes no results", async () => {
+    const binary = await ensureOpenLoopSender();
+    const dir = mkdtempSync(join(tmpdir(), "open-loop-test-"));
+    try {
+      // One send of request 0; header: magic, port, connections, max, drain ms, requests, sends, 0.
+      const plan = (magic: number, offsets: number[], requestOf: number) => {
+        const head = new Uint32Array([magic, 1, 1, 1, 100, offsets.length - 1, 1, 0]);
+        const parts = [head, new Float64Array([Date.now()]), new Uint32Array([requestOf]), new Uint32Array(offsets)];
+        return Buffer.concat([...parts.map((p) => Buffer.from(p.buffer)), Buffer.from("GET / HTTP/1.1\r\n\r\n")]);
+      };
+      const cases: [string, Buffer, string][] = [
+        ["wrong magic", plan(0x12345678, [0, 18], 0), "malformed plan"],
+        ["cut short", plan(0x31504c4f, [0, 18], 0).subarray(0, 40), "malformed plan"],
+        ["offsets going backwards", plan(0x31504c4f, [0, 18, 4], 0), "offsets go backwards"],
+        ["a send naming a request that is not there", plan(0x31504c4f, [0, 18], 5), "names request 5 of 1"],
+      ];
+      for (const [name, bytes, message] of cases) {
+        const planPath = join(dir, "plan");
+        const resultsPath = join(dir, `results-${name.replaceAll(" ", "-")}`);
+        writeFileSync(planPath, bytes);
+        const run = Bun.spawnSync([binary, planPath, resultsPath], { stderr: "pipe" });
+        expect({ name, code: run.exitCode }).toEqual({ name, code: 2 });
+        expect(run.stderr.toString()).toContain(message);
+        expect(await Bun.file(resultsPath).exists()).toBe(false);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
