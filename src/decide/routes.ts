@@ -1,7 +1,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { CompiledSite } from "../core/compile";
 import type { Deps } from "../deps";
-import { bodyReadError, bodyText, bodyTooLarge, parseJsonText } from "../http/body-limit";
+import { bodyReadError, bodyTooLarge, pendingJsonBody } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
 import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
@@ -53,16 +53,14 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       const guarded = authenticateKeyed(deps, request);
       const { apiKey, site } = guarded instanceof Promise ? await guarded : guarded;
       // The body read inline (not through readJsonBody), so a request awaits once.
-      const pending = bodyText(request, maxBody, length);
+      const pending = pendingJsonBody(request, maxBody, length);
       let body: unknown;
       if (pending !== undefined) {
-        let text: string;
         try {
-          text = await pending;
+          body = await pending;
         } catch (error) {
           throw bodyReadError(error);
         }
-        body = parseJsonText(text);
       }
       if (!schema.Check(body)) throw validationError(schema.Errors(body));
       const input = body as DecideInput;

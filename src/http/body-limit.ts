@@ -32,17 +32,23 @@ async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): P
 const notJson = () => new AppError("bad_request", "The request body is not valid JSON.");
 
 /**
- * The body's text, read whole: undefined when the request has no body (or declares length 0).
- * A body without a declared length (chunked) is counted while it is read (413 past `maxBytes`);
- * declared lengths are checked before, by `bodyTooLarge`. A rejection goes through
- * `bodyReadError`.
+ * The body's JSON, pending: undefined when the request has no body (or declares length 0). A
+ * declared length is read and parsed in one native step by `request.json()`, without the
+ * intermediate string `text()` makes (measured on the bench's decide bodies, a bare server reading
+ * them this way ran about a tenth faster); declared lengths are checked before, by `bodyTooLarge`.
+ * A body without a declared length (chunked) is counted while it is read (413 past `maxBytes`),
+ * then parsed; empty, it is no body. A rejection goes through `bodyReadError`.
  */
-export function bodyText(request: Request, maxBytes: number, length: string | null): Promise<string> | undefined {
+export function pendingJsonBody(
+  request: Request,
+  maxBytes: number,
+  length: string | null,
+): Promise<unknown> | undefined {
   if (length === "0") return undefined;
-  if (length !== null) return request.text();
+  if (length !== null) return request.json();
   // Reading `request.body` makes a stream, so only a body without a declared length does.
   const body = request.body;
-  return body === null ? undefined : readCapped(body, maxBytes);
+  return body === null ? undefined : readCapped(body, maxBytes).then(parseJsonText);
 }
 
 /** What a failed body read answers: the 413 of a chunked body over the limit, else 400. */
@@ -51,7 +57,7 @@ export function bodyReadError(error: unknown): AppError {
 }
 
 /** A body's JSON: undefined when empty, 400 when malformed. */
-export function parseJsonText(text: string): unknown {
+function parseJsonText(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text);
@@ -65,15 +71,13 @@ export function parseJsonText(text: string): unknown {
  * declared length (chunked) grows over the limit. Declared lengths are checked by `bodyTooLarge`.
  */
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  const pending = bodyText(request, maxBytes, request.headers.get("content-length"));
+  const pending = pendingJsonBody(request, maxBytes, request.headers.get("content-length"));
   if (pending === undefined) return undefined;
-  let text: string;
   try {
-    text = await pending;
+    return await pending;
   } catch (error) {
     throw bodyReadError(error);
   }
-  return parseJsonText(text);
 }
 
 /**

@@ -51,6 +51,16 @@ describe("POST /v1/decide on a listening server (native route)", () => {
     const malformed = await post('{"features": [');
     expect(malformed.status).toBe(400);
     expect((await malformed.json()).error.message).toBe("The request body is not valid JSON.");
+    // A declared length is read and parsed in one step: blank and non-JSON bodies are still 400,
+    // an empty body (length 0) is no body at all, so the schema answers.
+    for (const text of ["   ", "features=teaser", '{"features": ["teaser"]} x']) {
+      const bad = await post(text);
+      expect(bad.status).toBe(400);
+      expect((await bad.json()).error).toEqual({ code: "bad_request", message: "The request body is not valid JSON." });
+    }
+    const empty = await post("");
+    expect(empty.status).toBe(422);
+    expect((await empty.json()).error.code).toBe("validation_failed");
     const invalid = await post(JSON.stringify({ features: [7] }));
     expect(invalid.status).toBe(422);
     expect((await invalid.json()).error.details.map((d: { path: string }) => d.path)).toContain("/features/0");
