@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import postgres from "postgres";
+import { createScratchDatabase } from "../db/scratch-database";
 import { onCleanup, track } from "./proc";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -38,33 +38,6 @@ export interface StartOptions {
   reuse?: ServerHandle;
 }
 
-/** Creates a fresh database next to the one in `baseUrl`; the returned drop() removes it. */
-async function createBenchDatabase(
-  baseUrl: string,
-  label: string,
-): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `svc_bench_${label.replace(/[^a-z0-9]/gi, "_")}_${Date.now()}_${process.pid}`.toLowerCase();
-  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database "${name}"`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const sql = postgres(baseUrl, { max: 1, onnotice: () => {} });
-      try {
-        await sql.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await sql.end({ timeout: 5 });
-      }
-    },
-  };
-}
-
 export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
   const reuse = options.reuse;
   let dataDir: string;
@@ -91,7 +64,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     env.DATABASE_URL = reuse.env.DATABASE_URL;
     store = "postgres";
   } else if (options.databaseUrl) {
-    const db = await createBenchDatabase(options.databaseUrl, options.label);
+    const name = `svc_bench_${options.label.replace(/[^a-z0-9]/gi, "_")}_${Date.now()}_${process.pid}`.toLowerCase();
+    const db = await createScratchDatabase(options.databaseUrl, name);
     onCleanup(db.drop);
     env.DATABASE_URL = db.url;
     store = "postgres";

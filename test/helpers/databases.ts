@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import postgres from "postgres";
 import { type Database, openDatabase } from "../../db/client";
+import { createScratchDatabase } from "../../db/scratch-database";
 
 export type StoreKind = "embedded" | "server";
 
@@ -34,16 +34,5 @@ export async function freshDatabase(
 export async function emptyServerDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error("server store needs DATABASE_URL");
-  const name = `svc_test_${randomBytes(6).toString("hex")}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  return {
-    url: target.toString(),
-    async drop() {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    },
-  };
+  return createScratchDatabase(url, `svc_test_${randomBytes(6).toString("hex")}`);
 }
