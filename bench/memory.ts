@@ -7,7 +7,7 @@
  */
 import { type DriveResult, driveClosedLoop } from "./closed-loop";
 import { buildRequest } from "./http-conn";
-import { cpuSeconds, rssMb } from "./proc";
+import { rssMb, waitUntilQuiet } from "./proc";
 import type { ServerHandle } from "./server";
 import { BENCH_SITE } from "./site";
 import { round } from "./stats";
@@ -186,22 +186,4 @@ export async function runReadBack(o: ReadBackOptions): Promise<ReadBackResult> {
     requestFor: (n) => requestFor(n, Math.floor((n * o.stored) / count)),
   });
   return { generator: CLOSED_LOOP_GENERATOR, store: o.server.store, subjects_stored: o.stored, ...run };
-}
-
-/**
- * Below this many cores over a one-second sample, the server counts as quiet: writing a backlog
- * keeps it near one core, and an idle process with a large heap still uses a few percent.
- */
-const QUIET_CORES = 0.2;
-
-/** Waits until a process uses under QUIET_CORES for one second, or `limitS` passes. */
-async function waitUntilQuiet(pid: number, limitS: number): Promise<{ seconds: number; quiet: boolean }> {
-  const t0 = performance.now();
-  for (;;) {
-    const c0 = cpuSeconds(pid);
-    await Bun.sleep(1_000);
-    const seconds = round((performance.now() - t0) / 1000, 1);
-    if (cpuSeconds(pid) - c0 < QUIET_CORES) return { seconds, quiet: true };
-    if (seconds >= limitS) return { seconds, quiet: false };
-  }
 }

@@ -70,7 +70,7 @@ export async function ensureOpenLoopSender(): Promise<string> {
     }
   })();
   if (built) return BINARY;
-  if (!Bun.which("cc")) await ensurePackage("cc", "gcc");
+  await ensurePackage("cc", "gcc");
   mkdirSync(dirname(BINARY), { recursive: true });
   // Built beside its final name and renamed, so a sender that starts meanwhile never runs half a file.
   const partial = `${BINARY}.${process.pid}`;

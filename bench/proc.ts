@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import type { Subprocess } from "bun";
+import { round } from "./stats";
 
 /** What the bench needs of a child, whatever its stdio types. */
 type Child = Pick<Subprocess, "pid" | "exited" | "exitCode" | "signalCode" | "kill" | "resourceUsage">;
@@ -236,5 +237,23 @@ export function commandOutput(cmd: string[]): string {
     return `${out.stdout.toString()}${out.stderr.toString()}`.trim();
   } catch {
     return "";
+  }
+}
+
+/**
+ * Below this many cores over a one-second sample, the server counts as quiet: writing a backlog
+ * keeps it near one core, and an idle process with a large heap still uses a few percent.
+ */
+const QUIET_CORES = 0.2;
+
+/** Waits until a process uses under QUIET_CORES for one second, or `limitS` passes. */
+export async function waitUntilQuiet(pid: number, limitS: number): Promise<{ seconds: number; quiet: boolean }> {
+  const t0 = performance.now();
+  for (;;) {
+    const c0 = cpuSeconds(pid);
+    await Bun.sleep(1_000);
+    const seconds = round((performance.now() - t0) / 1000, 1);
+    if (cpuSeconds(pid) - c0 < QUIET_CORES) return { seconds, quiet: true };
+    if (seconds >= limitS) return { seconds, quiet: false };
   }
 }

@@ -43,6 +43,12 @@ export interface SpecRateResult {
   write_delay_p99_ms: number;
   /** The sender was ready this late for the first send (0 unless set-up overran). */
   late_start_ms: number;
+  /**
+   * Set by the runner: how long it waited, before the first window, for the decide server to go
+   * quiet (the store thread done writing the counters of the prime and warm-up loads), and
+   * whether it did within the limit.
+   */
+  server_quiet_before?: { seconds: number; quiet: boolean };
   /** The sender ran as a real-time thread (bench/open-loop.c says why); false: its lag may show. */
   sender_realtime: boolean;
   generator_cpu_cores: number;
