@@ -1,6 +1,7 @@
 import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
-import { rowsOf } from "../../db/client";
+import postgres from "postgres";
+import { openDatabase, rowsOf } from "../../db/client";
 import { countOf, holds, loadStatements, MeterCounters, meterKey } from "../../src/counters/meter-counters";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 
@@ -461,3 +462,98 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
     }
   }, 60_000);
 });
+
+// Two processes on one server database (embedded Postgres has one process): each is a
+// MeterCounters over its own connection pool, as a second server process would be.
+describe.each(storeKinds.filter((k) => k === "server"))(
+  "meter counters: two processes, one new meter key (%s store)",
+  (kind) => {
+    const keyRows = async (db: Awaited<ReturnType<typeof freshDatabase>>) =>
+      rowsOf<{ id: number }>(
+        await db.db.execute(
+          sql`select id from meter_keys where site_id = 's' and meter = 'calls' and period = '2026-11'`,
+        ),
+      );
+    const storedCount = async (db: Awaited<ReturnType<typeof freshDatabase>>, keyId: number) =>
+      rowsOf<{ count: number }>(
+        await db.db.execute(sql`select count from meter_counts where meter_id = ${keyId} and subject = 'reader'`),
+      ).map((r) => Number(r.count));
+
+    it("waits for a key row another process has inserted but not committed, then writes under that row's id", async () => {
+      const db = await freshDatabase(kind);
+      const other = postgres(db.url as string, { max: 1, onnotice: () => {} });
+      try {
+        let commit!: () => void;
+        const gate = new Promise<void>((resolve) => {
+          commit = resolve;
+        });
+        let inserted!: (id: number) => void;
+        const theirId = new Promise<number>((resolve) => {
+          inserted = resolve;
+        });
+        // The other process's flush: its key row inserted, its transaction still open.
+        const theirs = other.begin(async (tx) => {
+          const [row] = await tx`insert into meter_keys (tenant_id, site_id, meter, period)
+          values ('t', 's', 'calls', '2026-11') returning id`;
+          inserted(Number(row?.id));
+          await gate;
+        });
+        const id = await theirId;
+
+        const counters = new MeterCounters(db.db, { exclusiveWriter: false });
+        await counters.prime();
+        const calls = counters.table("t", "s", "calls", "2026-11", false);
+        await calls.load("reader");
+        for (let i = 0; i < 3; i++) calls.tickCount("reader");
+        let flushed = false;
+        const flush = counters.flush().then(() => {
+          flushed = true;
+        });
+        await Bun.sleep(300);
+        // The insert waits on the uncommitted row with the same key: nothing written yet.
+        expect(flushed).toBe(false);
+        commit();
+        await theirs;
+        await flush;
+        expect(counters.pendingCount).toBe(0);
+        expect((await keyRows(db)).map((r) => Number(r.id))).toEqual([id]);
+        expect(await storedCount(db, id)).toEqual([3]);
+      } finally {
+        await other.end({ timeout: 5 });
+        await db.drop();
+      }
+    }, 60_000);
+
+    it("creates the key once when both flush at the same time, and adds both processes' counts", async () => {
+      const db = await freshDatabase(kind);
+      const second = await openDatabase({ url: db.url as string });
+      try {
+        const processes = [
+          new MeterCounters(db.db, { exclusiveWriter: false }),
+          new MeterCounters(second.db, { exclusiveWriter: false }),
+        ];
+        const ticks = [2, 5];
+        for (let p = 0; p < processes.length; p++) {
+          const counters = processes[p] as MeterCounters;
+          await counters.prime();
+          const calls = counters.table("t", "s", "calls", "2026-11", false);
+          await calls.load("reader");
+          for (let i = 0; i < (ticks[p] as number); i++) calls.tickCount("reader");
+        }
+        await Promise.all(processes.map((c) => c.flush()));
+        const rows = await keyRows(db);
+        expect(rows).toHaveLength(1);
+        expect(await storedCount(db, Number(rows[0]?.id))).toEqual([7]);
+        // Each process wrote under the same id, so a third reads the sum.
+        const third = new MeterCounters(second.db, { exclusiveWriter: false });
+        await third.prime();
+        const calls = third.table("t", "s", "calls", "2026-11", false);
+        await calls.load("reader");
+        expect(calls.peek("reader")).toBe(7);
+      } finally {
+        await second.close();
+        await db.drop();
+      }
+    }, 60_000);
+  },
+);
