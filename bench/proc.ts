@@ -48,9 +48,13 @@ export function killAllSync(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 }
 
-/** Installs Debian's `pkg` with apt-get when `command` is not on PATH (the bench runs as root). */
+/**
+ * Installs Debian's `pkg` with apt-get when `command` is not on PATH (the bench runs as root).
+ * PATH is read now: `Bun.which` without it searches the PATH the process started with.
+ */
 export async function ensurePackage(command: string, pkg: string): Promise<void> {
-  if (Bun.which(command)) return;
+  const onPath = () => Bun.which(command, { PATH: process.env.PATH ?? "" }) !== null;
+  if (onPath()) return;
   console.log(`${command} not found: installing it with apt-get (Debian package ${pkg})…`);
   const run = async (cmd: string[]) => {
     const child = track(
@@ -64,7 +68,7 @@ export async function ensurePackage(command: string, pkg: string): Promise<void>
     await run(["apt-get", "update", "-qq"]);
     res = await run(["apt-get", "install", "-y", "-qq", pkg]);
   }
-  if (res.code !== 0 || !Bun.which(command)) throw new Error(`could not install ${pkg}: ${res.err.trim()}`);
+  if (res.code !== 0 || !onPath()) throw new Error(`could not install ${pkg}: ${res.err.trim()}`);
 }
 
 const CLK_TCK = 100;
