@@ -1,12 +1,10 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Database } from "../../db/client";
 import { createApp } from "../../src/app";
 import { type Config, loadConfig } from "../../src/config";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
 import { createLogger, type Logger } from "../../src/logger";
 import type { MailTransport } from "../../src/mail/outbox";
+import { scratchDir } from "./scratch-dirs";
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
 
@@ -34,7 +32,7 @@ export function memoryLogger(): Logger & { lines: string[] } {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  const dataDir = mkdtempSync(join(tmpdir(), "svc-test-"));
+  const dataDir = scratchDir("svc-test-");
   return loadConfig({
     SVC_DATA_DIR: dataDir,
     SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,

@@ -1,6 +1,5 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { scratchDir } from "./scratch-dirs";
 
 const root = join(import.meta.dir, "..", "..");
 
@@ -70,6 +69,7 @@ export async function runCli(
   return { code, stdout, stderr };
 }
 
+/** A temporary folder, removed once every test file has run (test/preload.ts). */
 export function tempDir(prefix = "svc-proc-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return scratchDir(prefix);
 }
