@@ -40,7 +40,7 @@
 #define RESULT_MAGIC 0x31524c4fu /* "OLR1" */
 
 typedef struct {
-  uint32_t magic, port, connections, max_connections, drain_timeout_ms, n_requests, n_sends, reserved;
+  uint32_t magic, port, connections, max_connections, drain_timeout_ms, n_requests, n_sends, fail_write_at;
 } plan_header;
 
 typedef struct {
@@ -78,6 +78,8 @@ static uint32_t *backlog;
 static uint32_t backlog_head, backlog_tail;
 static int opening;
 static uint32_t sent, completed, abandoned;
+/* Tests only: the n-th write fails as on a connection the server has reset (0: none). */
+static uint32_t fail_write_at, writes;
 static int ep;
 static struct sockaddr_in server;
 
@@ -159,6 +161,10 @@ static int flush_out(conn_t *c) {
 
 /* Writes send `i` on a ready connection; false (nothing counted) when the connection failed. */
 static int write_send(conn_t *c, uint32_t i) {
+  if (fail_write_at != 0 && ++writes == fail_write_at) {
+    fail_conn(c, "injected write failure (the plan's fail_write_at)");
+    return 0;
+  }
   int64_t t = mono_ns();
   uint32_t r = request_of[i];
   c->out = request_bytes + offsets[r];
@@ -222,7 +228,11 @@ static void dispatch(uint32_t i, int64_t now) {
   }
   backlog[backlog_tail++] = i;
   /* Grow gently: a short stall should not turn into a burst of connects. */
-  if (opening < 2) open_conn(0);
+  if (opening < 2) {
+    conn_t *c = open_conn(0);
+    /* Connected at once (no EINPROGRESS): no event will announce it, so it takes its send now. */
+    if (c && c->state == READY) release(c);
+  }
 }
 
 /* The header block's value of `name` (lower case, with its colon), or NULL. */
@@ -364,6 +374,7 @@ int main(int argc, char **argv) {
   }
   n_sends = h.n_sends;
   n_requests = h.n_requests;
+  fail_write_at = h.fail_write_at;
   const double *send_at_epoch = (const double *)(plan + sizeof h);
   request_of = (const uint32_t *)(plan + sizeof h + (size_t)n_sends * 8);
   offsets = request_of + n_sends;

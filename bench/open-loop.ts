@@ -27,6 +27,11 @@ export interface OpenLoopPlan {
   maxConnections?: number;
   /** How long to wait for the last responses after the last send. */
   drainTimeoutMs?: number;
+  /**
+   * Tests only: the sender's n-th write (1-based) fails as on a connection the server has reset,
+   * a failure no server on 127.0.0.1 can be made to cause at a chosen moment. 0 or absent: none.
+   */
+  failWriteAt?: number;
 }
 
 export interface OpenLoopResult {
@@ -85,7 +90,7 @@ export async function ensureOpenLoopSender(): Promise<string> {
 
 // The files the sender reads and writes (little-endian, this machine's own):
 //   plan:    8 × u32 header (magic "OLP1", port, connections, max connections, drain timeout ms,
-//            requests, sends, 0), f64 × sends intended epoch ms, u32 × sends request index,
+//            requests, sends, the write to fail or 0), f64 × sends intended epoch ms, u32 × sends request index,
 //            u32 × (requests + 1) byte offsets, then the requests' bytes;
 //   results: 4 × u32 (magic "OLR1", sent, completed, connections used), 4 × f64 (late start ms,
 //            CPU s, wall s, 1 when it ran real-time), f64 × sends each of latency, send lag, write delay, sent epoch and
@@ -107,7 +112,7 @@ function planBytes(plan: OpenLoopPlan): Uint8Array {
     plan.drainTimeoutMs ?? 10_000,
     requests,
     n,
-    0,
+    plan.failWriteAt ?? 0,
   ]);
   const out = new Uint8Array(32 + n * 12 + offsets.byteLength + bytes.byteLength);
   let at = 0;

@@ -137,6 +137,35 @@ describe("open-loop sender", () => {
     expect(r.connectionErrors[0]).toContain("closed by the server");
   });
 
+  test("a send whose write fails as a new connection takes it from the backlog stays first in line, and is sent", async () => {
+    // One connection up front and four sends at once: the first goes out, the other three wait
+    // in the backlog while the pool grows. The first connection to come up takes the oldest
+    // waiting send (request 1) and its write fails (the plan's test hook, as on a reset
+    // connection): that send must stay first in line for the next connection, not be dropped.
+    const seen: number[] = [];
+    const port = serve(async (request) => {
+      seen.push((JSON.parse(await request.text()) as { n: number }).n);
+      await Bun.sleep(30);
+      return Response.json({});
+    });
+    const r = await runOpenLoop({
+      port,
+      requests: pool(4),
+      ...schedule(4, 0, 4),
+      connections: 1,
+      maxConnections: 4,
+      failWriteAt: 2,
+    });
+    expect(r.connectionErrors).toEqual(["injected write failure (the plan's fail_write_at)"]);
+    expect(r.sends).toBe(4);
+    expect(r.completed).toBe(4);
+    expect([...r.status]).toEqual([200, 200, 200, 200]);
+    expect(seen.sort()).toEqual([0, 1, 2, 3]);
+    // Requests 2 and 3 were still waiting when request 1 went out: the backlog kept its order.
+    expect(r.sentEpoch[1] as number).toBeLessThanOrEqual(r.sentEpoch[2] as number);
+    expect(r.sentEpoch[2] as number).toBeLessThanOrEqual(r.sentEpoch[3] as number);
+  });
+
   test("a plan whose times and requests differ in length is refused before anything is sent", async () => {
     await expect(
       runOpenLoop({
