@@ -250,14 +250,20 @@ export function commandOutput(cmd: string[]): string {
  */
 const QUIET_CORES = 0.2;
 
-/** Waits until a process uses under QUIET_CORES for one second, or `limitS` passes. */
+/**
+ * Waits until a process uses under QUIET_CORES for one second, or `limitS` passes. A process that
+ * is gone (or exits meanwhile) is not waited for: it is not quiet, it is not there.
+ */
 export async function waitUntilQuiet(pid: number, limitS: number): Promise<{ seconds: number; quiet: boolean }> {
   const t0 = performance.now();
   for (;;) {
     const c0 = cpuSeconds(pid);
+    if (Number.isNaN(c0)) return { seconds: round((performance.now() - t0) / 1000, 1), quiet: false };
     await Bun.sleep(1_000);
     const seconds = round((performance.now() - t0) / 1000, 1);
-    if (cpuSeconds(pid) - c0 < QUIET_CORES) return { seconds, quiet: true };
+    const c1 = cpuSeconds(pid);
+    if (Number.isNaN(c1)) return { seconds, quiet: false };
+    if (c1 - c0 < QUIET_CORES) return { seconds, quiet: true };
     if (seconds >= limitS) return { seconds, quiet: false };
   }
 }

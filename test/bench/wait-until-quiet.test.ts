@@ -39,4 +39,12 @@ describe("bench: waiting for a server to go quiet", () => {
       child.kill("SIGKILL");
     }
   }, 30_000);
+
+  test("does not wait for a process that has exited", async () => {
+    const child = Bun.spawn([process.execPath, "-e", "0"], { stdout: "ignore", stderr: "inherit" });
+    await child.exited;
+    const waited = await waitUntilQuiet(child.pid, 10);
+    expect(waited).toEqual({ seconds: expect.any(Number), quiet: false });
+    expect(waited.seconds).toBeLessThan(1);
+  });
 });
