@@ -31,6 +31,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** How long an upstream identity provider's JWKS may take before the exchange answers 503. */
   readonly idpTimeoutMs: number;
+  /** `idle`: the runtime's background threads yield to the request thread (src/runtime). */
+  readonly runtimeThreads: "idle" | "normal";
 }
 
 export class ConfigError extends Error {
@@ -88,6 +90,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (seedRaw !== undefined && seedRaw !== "" && !["0", "1", "true", "false"].includes(seedRaw)) {
     throw new ConfigError("SVC_SEED_DEMO", "must be 1, 0, true or false");
   }
+  const runtimeThreads = (env.SVC_RUNTIME_THREADS || "idle") as Config["runtimeThreads"];
+  if (runtimeThreads !== "idle" && runtimeThreads !== "normal") {
+    throw new ConfigError("SVC_RUNTIME_THREADS", `must be idle or normal (got "${runtimeThreads}")`);
+  }
   const seedDemo =
     seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
   return Object.freeze({
@@ -112,6 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
       "must be an http(s) origin without a path, e.g. https://id.news.example",
     )?.replace(/\/$/, ""),
     idpTimeoutMs: intVar(env, "SVC_IDP_TIMEOUT_MS", 3000, 100, 60_000),
+    runtimeThreads,
   });
 }
 

@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { createDeps, startDeps, stopDeps } from "./deps";
+import { yieldBackgroundThreads } from "./runtime/background-threads";
 import { seedDemo } from "./seed";
 
 let config: Config;
@@ -25,6 +26,7 @@ const app = createApp(deps).listen({
 });
 const port = app.server?.port ?? config.port;
 deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir });
+const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;
 
 if (config.seedDemo) {
   const demo = await seedDemo(deps);
@@ -44,6 +46,7 @@ async function shutdown(signal: string) {
   stopping = true;
   deps.logger.info("stopping", { signal });
   try {
+    runtimeThreads?.stop();
     await app.stop();
     await stopDeps(deps);
     process.exit(0);

@@ -11,6 +11,8 @@ describe("configuration", () => {
     expect(config.port).toBe(3000);
     expect(config.databaseUrl).toBeUndefined();
     expect(config.seedDemo).toBe(true);
+    expect(config.runtimeThreads).toBe("idle");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "normal" }).runtimeThreads).toBe("normal");
   });
 
   it("seeds nothing with DATABASE_URL unless asked", () => {
@@ -33,6 +35,7 @@ describe("configuration", () => {
     ["SVC_LOG_LEVEL", "loud"],
     ["SVC_SEED_DEMO", "maybe"],
     ["SVC_IGLU_VENDOR", "not a vendor"],
+    ["SVC_RUNTIME_THREADS", "realtime"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

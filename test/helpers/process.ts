@@ -4,6 +4,7 @@ import { scratchDir } from "./scratch-dirs";
 const root = join(import.meta.dir, "..", "..");
 
 export interface ServerProcess {
+  pid: number;
   port: number;
   url: string;
   output: () => string;
@@ -40,6 +41,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   }
   if (!port) throw new Error(`server did not start:\n${out}`);
   return {
+    pid: child.pid,
     port,
     url: `http://127.0.0.1:${port}`,
     output: () => out,

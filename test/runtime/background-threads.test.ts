@@ -1,0 +1,89 @@
+import { describe, expect, it } from "bun:test";
+import { join } from "node:path";
+import { YIELDING_THREADS } from "../../src/runtime/background-threads";
+import { startServerProcess, tempDir } from "../helpers/process";
+import { type ThreadPolicy, threadPolicies } from "../helpers/threads";
+
+const SCHED_IDLE = 5;
+const NORMAL = 0;
+const linux = process.platform === "linux";
+
+/** Waits until every runtime thread of the server is idle-class (threads start lazily; rescans every 5 s). */
+async function settledPolicies(pid: number, limitMs: number): Promise<ThreadPolicy[]> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const threads = threadPolicies(pid);
+    const runtime = threads.filter((t) => YIELDING_THREADS.test(t.name));
+    if ((runtime.length > 0 && runtime.every((t) => t.policy === SCHED_IDLE)) || Date.now() > deadline) return threads;
+    await Bun.sleep(200);
+  }
+}
+
+describe.skipIf(!linux)("runtime background threads", () => {
+  it("are idle-class in a server process; the request thread and the others keep their policy", async () => {
+    const server = await startServerProcess({ SVC_DATA_DIR: tempDir(), SVC_SEED_DEMO: "0" });
+    try {
+      const threads = await settledPolicies(server.pid, 12_000);
+      const runtime = threads.filter((t) => YIELDING_THREADS.test(t.name));
+      expect(runtime.map((t) => t.name)).toContain("mi-scavenger");
+      expect(runtime.map((t) => t.name)).toContain("JITWorker");
+      for (const t of runtime) expect({ ...t, policy: t.policy }).toEqual({ ...t, policy: SCHED_IDLE });
+      const main = threads.find((t) => t.tid === server.pid);
+      expect(main?.policy).toBe(NORMAL);
+      // The database thread (nice 10 of its own) and Bun's pool are not lowered.
+      const others = threads.filter((t) => !YIELDING_THREADS.test(t.name));
+      expect(others.map((t) => t.name)).toContain("Worker");
+      for (const t of others) expect(t.policy).toBe(NORMAL);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
+  it("keep their policy with SVC_RUNTIME_THREADS=normal", async () => {
+    const server = await startServerProcess({
+      SVC_DATA_DIR: tempDir(),
+      SVC_SEED_DEMO: "0",
+      SVC_RUNTIME_THREADS: "normal",
+    });
+    try {
+      await Bun.sleep(500);
+      const threads = threadPolicies(server.pid);
+      expect(threads.some((t) => YIELDING_THREADS.test(t.name))).toBe(true);
+      for (const t of threads) expect(t.policy).toBe(NORMAL);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
+  it("lowers a thread that starts after the first look, once it looks again", async () => {
+    const child = Bun.spawn(
+      [process.execPath, join(import.meta.dir, "..", "fixtures", "background-threads-child.ts")],
+      {
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
+    const [out, err, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ]);
+    expect({ code, err }).toEqual({ code: 0, err: "" });
+    const seen = JSON.parse(out) as {
+      pid: number;
+      loweredAtStart: number;
+      lowered: [number, string][];
+      beforeScan: ThreadPolicy[];
+      afterScan: ThreadPolicy[];
+    };
+    expect(seen.loweredAtStart).toBe(0);
+    const before = seen.beforeScan.filter((t) => t.name === "Worker");
+    expect(before.length).toBe(1);
+    expect(before[0]?.policy).toBe(NORMAL);
+    const after = seen.afterScan.filter((t) => t.name === "Worker");
+    expect(after.map((t) => t.policy)).toEqual([SCHED_IDLE]);
+    expect(seen.lowered).toEqual([[after[0]?.tid as number, "Worker"]]);
+    // Nothing else changed: not the main thread, not the runtime's threads (another pattern here).
+    for (const t of seen.afterScan.filter((x) => x.name !== "Worker")) expect(t.policy).toBe(NORMAL);
+  }, 30_000);
+});
