@@ -2,7 +2,7 @@
  * The runtime's own background threads yield to the request thread (Linux).
  *
  * Bun starts threads beside the one that answers requests: mimalloc's scavenger (it returns freed
- * memory to the OS every 100 ms, `purge_delay`, for 1.5–5 ms at a time under load) and
+ * memory to the OS every 100 ms, `purge_delay`, for 1–5 ms at a time under load) and
  * JavaScriptCore's JIT compiler, warm-up and heap helper threads. At normal priority the kernel
  * lets such a thread run out its time slice on the request thread's core, often while the other
  * core is idle: in a scheduler trace of 5 s at the bench's spec rate, 19 of 79 stretches of
@@ -17,11 +17,12 @@
  * idle-class thread would never write the counters), nor Bun's pool (it runs WebCrypto for the
  * identity routes) or HTTP client threads.
  *
- * Threads start lazily (a compiler thread on the first hot function, the scavenger on the first
- * purge), so the threads are looked at again every few seconds; a thread is changed once.
+ * Threads start lazily (another compiler thread when more code gets hot), so the threads are looked
+ * at again every few seconds. A thread is changed once; one seen under another name (a new thread
+ * takes its name just after it starts) is looked at again.
  * Lowering a thread's own policy needs no privilege; `SVC_RUNTIME_THREADS=normal` leaves them.
  */
-import { dlopen, FFIType, ptr } from "bun:ffi";
+import { dlopen, FFIType } from "bun:ffi";
 import { readdirSync, readFileSync } from "node:fs";
 import type { Logger } from "../logger";
 
@@ -40,9 +41,9 @@ function loadSetScheduler(): SetScheduler | undefined {
     const libc = dlopen("libc.so.6", {
       sched_setscheduler: { args: [FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
     });
-    const param = new Int32Array(1); // struct sched_param { int sched_priority = 0 }
-    const at = ptr(param);
-    return (tid, policy) => libc.symbols.sched_setscheduler(tid, policy, at) as number;
+    // struct sched_param { int sched_priority = 0 }, passed as the array itself so it stays alive.
+    const param = new Int32Array(1);
+    return (tid, policy) => libc.symbols.sched_setscheduler(tid, policy, param) as number;
   } catch {
     return undefined;
   }
@@ -74,7 +75,8 @@ export function yieldBackgroundThreads(
   names: RegExp = YIELDING_THREADS,
 ): BackgroundThreads {
   const lowered = new Map<number, string>();
-  const seen = new Set<number>();
+  /** "tid name" of every thread looked at. */
+  const seen = new Set<string>();
   const setScheduler = loadSetScheduler();
   let failures = 0;
   const scan = () => {
@@ -87,10 +89,10 @@ export function yieldBackgroundThreads(
     }
     for (const entry of tids) {
       const tid = Number(entry);
-      if (tid === process.pid || seen.has(tid)) continue;
+      if (tid === process.pid) continue;
       const name = threadName(entry);
-      if (name === undefined) continue;
-      seen.add(tid);
+      if (name === undefined || seen.has(`${tid} ${name}`)) continue;
+      seen.add(`${tid} ${name}`);
       if (!names.test(name)) continue;
       if (setScheduler(tid, SCHED_IDLE) === 0) {
         lowered.set(tid, name);
