@@ -77,12 +77,16 @@ describe.skipIf(!linux)("runtime background threads", () => {
       afterScan: ThreadPolicy[];
     };
     expect(seen.loweredAtStart).toBe(0);
+    // Bun may run more than one thread by that name, some short-lived: every one alive is lowered.
     const before = seen.beforeScan.filter((t) => t.name === "Worker");
-    expect(before.length).toBe(1);
-    expect(before[0]?.policy).toBe(NORMAL);
+    expect(before.length).toBeGreaterThan(0);
+    for (const t of before) expect(t.policy).toBe(NORMAL);
     const after = seen.afterScan.filter((t) => t.name === "Worker");
-    expect(after.map((t) => t.policy)).toEqual([SCHED_IDLE]);
-    expect(seen.lowered).toEqual([[after[0]?.tid as number, "Worker"]]);
+    expect(after.length).toBeGreaterThan(0);
+    for (const t of after) expect(t.policy).toBe(SCHED_IDLE);
+    const lowered = new Set(seen.lowered.map(([tid]) => tid));
+    for (const t of after) expect(lowered.has(t.tid)).toBe(true);
+    expect(seen.lowered.every(([, name]) => name === "Worker")).toBe(true);
     // Nothing else changed: not the main thread, not the runtime's threads (another pattern here).
     for (const t of seen.afterScan.filter((x) => x.name !== "Worker")) expect(t.policy).toBe(NORMAL);
   }, 30_000);
