@@ -6,6 +6,7 @@ import type { Deps } from "./deps";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import { errorEnvelope } from "./http/error-envelope";
 import { onBothMounts } from "./http/mounts";
+import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
@@ -13,7 +14,9 @@ import { upstreamPushRoutes } from "./identity/upstream-routes";
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
-  const decide = keyedDecideHandler(deps);
+  // The first request of an event-loop turn is decided at once, the turn's others together
+  // after the turn's reads (turn-batch.ts: the hot path's code then runs warm).
+  const decide = perTurn(keyedDecideHandler(deps));
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below. It is registered
   // before the global parse hook so Elysia never reads its body.
