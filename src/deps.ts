@@ -136,6 +136,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 /** Loads state and starts the timers (change poll, counter flush). */
 export async function startDeps(deps: Deps): Promise<void> {
   await deps.registry.loadAll();
+  await deps.keys.loadAll(deps.now());
   await deps.meters.prime();
   await deps.changes.start();
   deps.flusher.start();

@@ -56,8 +56,11 @@ function toApiKey(row: KeyRow): ApiKey {
 
 /**
  * Issues, lists and revokes keys, and authenticates key values against an in-memory table
- * (by hash). A miss reads the store once; unknown values are remembered briefly so a flood
- * of bad keys does not reach Postgres, and any key change clears that memory.
+ * (by hash), filled with every usable key at start (`loadAll`), with the keys this process
+ * issues, and with those the change feed reports from other processes. A miss (a key issued
+ * elsewhere whose change has not arrived yet, a revoked or unknown value) reads the store once;
+ * unknown values are remembered briefly so a flood of bad keys does not reach Postgres, and any
+ * key change clears that memory.
  */
 export class KeyService {
   private readonly byHash = new Map<string, ApiKey>();
@@ -89,6 +92,7 @@ export class KeyService {
       permissions,
       expiresAt: input.expiresInDays ? new Date(nowMs + input.expiresInDays * 86_400_000) : null,
     });
+    this.remember(row);
     await this.changes.publish({ topic: "key", tenantId, subject: row.id });
     return { ...this.listing(row, nowMs), key: value };
   }
@@ -110,6 +114,17 @@ export class KeyService {
   }
 
   /**
+   * Holds every usable key in memory, so that no key's first request after a start waits for a
+   * read (a restarted process under load would otherwise read each key in turn, one after another
+   * on the embedded store, while its requests queue). Returns how many.
+   */
+  async loadAll(nowMs: number): Promise<number> {
+    const rows = await this.store.listUsable(new Date(nowMs));
+    for (const row of rows) this.remember(row);
+    return rows.length;
+  }
+
+  /**
    * The active key for a presented value, or null when unknown, revoked or expired.
    * Synchronous when the key is held in memory.
    */
@@ -126,15 +141,14 @@ export class KeyService {
     this.usage.record(key.id, nowMs);
   }
 
-  /** Change-feed handler: a key was issued or revoked somewhere. */
+  /** Change-feed handler: a key was issued or revoked somewhere (this process included). */
   async onKeyChanged(id: string): Promise<void> {
     this.unknown.clear();
-    const hash = this.hashById.get(id);
-    if (hash === undefined) return;
     const row = await this.store.byId(id);
     if (row) this.remember(row);
     else {
-      this.byHash.delete(hash);
+      const hash = this.hashById.get(id);
+      if (hash !== undefined) this.byHash.delete(hash);
       this.hashById.delete(id);
     }
   }

@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { apiKeys } from "../../db/schema";
 
@@ -22,6 +22,14 @@ export class KeyStore {
   async byId(id: string): Promise<KeyRow | undefined> {
     const [row] = await this.db.select().from(apiKeys).where(eq(apiKeys.id, id));
     return row;
+  }
+
+  /** Every key neither revoked nor expired at `at`: what a process holds in memory from its start. */
+  async listUsable(at: Date): Promise<KeyRow[]> {
+    return this.db
+      .select()
+      .from(apiKeys)
+      .where(and(isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, at))));
   }
 
   async listForSite(tenantId: string, siteId: string): Promise<KeyRow[]> {

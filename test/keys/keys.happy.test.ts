@@ -115,4 +115,35 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
     const revoked = await (await h.admin("POST", `/admin/tenants/default/sites/news/keys/${issued.id}/revoke`)).json();
     expect(revoked.key).toMatchObject({ status: "revoked", requests: 5, lastUsed: "2026-11-21" });
   });
+
+  it("holds every usable key from its start, the keys it issues, and keys issued by another process", async () => {
+    const post = async (name: string) =>
+      (await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name })).json()) as {
+        id: string;
+        key: string;
+      };
+    const kept = await post("kept");
+    const gone = await post("gone");
+    await h.admin("POST", `/admin/tenants/default/sites/news/keys/${gone.id}/revoke`);
+    // Issued here: held at once, no read on its first use.
+    expect(h.deps.keys.authenticate(kept.key, h.clock.now())).toMatchObject({ id: kept.id });
+
+    // A second process on the same store holds the usable keys from its start, not the revoked one.
+    const other = await startHarness(db);
+    try {
+      const now = other.clock.now();
+      expect(other.deps.keys.authenticate(kept.key, now)).toMatchObject({ id: kept.id });
+      const revoked = other.deps.keys.authenticate(gone.key, now);
+      expect(revoked).toBeInstanceOf(Promise);
+      expect(await revoked).toBeNull();
+
+      // A key the first process issues later reaches the second through the change feed (polled
+      // every 50 ms here on the embedded store), before its first use there: that use reads nothing.
+      const later = await post("later");
+      await Bun.sleep(1_500);
+      expect(other.deps.keys.authenticate(later.key, now)).toMatchObject({ id: later.id });
+    } finally {
+      await other.stop();
+    }
+  });
 });
