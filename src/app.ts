@@ -14,8 +14,8 @@ import { upstreamPushRoutes } from "./identity/upstream-routes";
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
-  // The first request of an event-loop turn is decided at once, the turn's others together
-  // after the turn's reads (turn-batch.ts: the hot path's code then runs warm).
+  // Under sustained load the requests of one event-loop turn are decided together, after the
+  // turn's reads (turn-batch.ts: the hot path's code then runs warm); otherwise at once.
   const decide = perTurn(keyedDecideHandler(deps));
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below. It is registered

@@ -1,6 +1,6 @@
 /**
- * Runs a request handler at once for the first request of an event-loop turn, and for the rest
- * of that turn's requests together, back to back, once the turn's reads are done.
+ * Under sustained load, runs a request handler for the requests of one event-loop turn back to
+ * back, once the turn's reads are done, instead of for each request as soon as Bun has parsed it.
  *
  * Why: under load Bun reads many requests in one turn (one per ready connection) and calls the
  * route handler for each in between its own work for the next (reading the socket, parsing the
@@ -8,15 +8,23 @@
  * and run together after the turn's reads (`setImmediate` runs once the turn's I/O callbacks are
  * done; a microtask would run after each request, which batches nothing), the same code runs
  * warm: the bench measured keyed decide at about 1.4 times the requests per second (README,
- * Performance). The first request of a turn does not wait: at a moderate rate most requests
- * arrive alone and run exactly as they would without this.
+ * Performance).
+ *
+ * When: a turn queues its requests after the first only if the turn before it had at least
+ * `BUSY_TURN` requests. At a moderate rate (most turns one request, a few more after a pause)
+ * every request runs at once, exactly as without this; the queue only forms under a load that
+ * fills turn after turn, where it pays.
  *
  * Requests run in arrival order; each gets its own handler's answer, and a handler that fails
  * fails only its own request.
  */
+export const BUSY_TURN = 8;
+
 export function perTurn<T>(handler: (request: T) => Promise<Response>): (request: T) => Promise<Response> {
-  /** A request of this turn has run: the turn's later requests wait for its end. */
-  let turnOpen = false;
+  /** Requests seen in this turn so far (0: none yet, and no end-of-turn callback scheduled). */
+  let seen = 0;
+  /** The turn before this one had BUSY_TURN requests or more: queue this turn's after the first. */
+  let busy = false;
   let requests: T[] = [];
   let settles: ((answer: Promise<Response>) => void)[] = [];
   const run = (request: T): Promise<Response> => {
@@ -27,7 +35,8 @@ export function perTurn<T>(handler: (request: T) => Promise<Response>): (request
     }
   };
   const endTurn = () => {
-    turnOpen = false;
+    busy = seen >= BUSY_TURN;
+    seen = 0;
     if (requests.length === 0) return;
     const batch = requests;
     const settle = settles;
@@ -38,11 +47,11 @@ export function perTurn<T>(handler: (request: T) => Promise<Response>): (request
     }
   };
   return (request) => {
-    if (!turnOpen) {
-      turnOpen = true;
+    if (seen++ === 0) {
       setImmediate(endTurn);
       return run(request);
     }
+    if (!busy) return run(request);
     return new Promise<Response>((resolve) => {
       requests.push(request);
       settles.push(resolve);

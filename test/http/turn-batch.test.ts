@@ -1,61 +1,86 @@
 import { describe, expect, test } from "bun:test";
-import { perTurn } from "../../src/http/turn-batch";
+import { BUSY_TURN, perTurn } from "../../src/http/turn-batch";
 
 /** A handler that records when it ran and answers with its request's own text. */
 function recordingHandler() {
   const ran: string[] = [];
   const handler = async (request: string): Promise<Response> => {
     ran.push(request);
-    if (request === "fail") throw new Error("handler failed");
+    if (request.startsWith("fail")) throw new Error("handler failed");
     return new Response(`answer to ${request}`);
   };
   return { ran, handler };
 }
 
+const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
+const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+const texts = (answers: Promise<Response>[]) => Promise.all(answers.map(async (a) => (await a).text()));
+
 describe("perTurn", () => {
-  test("the first request of a turn runs at once; the turn's others together after it, in arrival order", async () => {
+  test("after a quiet turn, every request of the next turn runs at once", async () => {
     const { ran, handler } = recordingHandler();
     const batched = perTurn(handler);
-    const answers = [batched("a"), batched("b"), batched("c")];
-    expect(ran).toEqual(["a"]);
+    const answers = names("q", BUSY_TURN).map((r) => batched(r));
+    expect(ran).toEqual(names("q", BUSY_TURN));
+    expect(await texts(answers)).toEqual(names("answer to q", BUSY_TURN));
+  });
+
+  test("after a busy turn, the next turn's first request runs at once and the others together after the turn, in order", async () => {
+    const { ran, handler } = recordingHandler();
+    const batched = perTurn(handler);
+    const busyTurn = names("b", BUSY_TURN).map((r) => batched(r));
+    await endOfTurn();
+    expect(ran).toEqual(names("b", BUSY_TURN));
+
+    ran.length = 0;
+    const next = ["x", "y", "z"].map((r) => batched(r));
+    expect(ran).toEqual(["x"]);
     // The others wait while the turn that queued them is still going, microtasks included.
     await Promise.resolve();
-    expect(ran).toEqual(["a"]);
-    const texts = await Promise.all(answers.map(async (a) => (await a).text()));
-    expect(ran).toEqual(["a", "b", "c"]);
-    expect(texts).toEqual(["answer to a", "answer to b", "answer to c"]);
+    expect(ran).toEqual(["x"]);
+    expect(await texts(next)).toEqual(["answer to x", "answer to y", "answer to z"]);
+    expect(ran).toEqual(["x", "y", "z"]);
+    expect(await texts(busyTurn)).toEqual(names("answer to b", BUSY_TURN));
   });
 
-  test("the first request of the next turn runs at once again", async () => {
+  test("a turn with fewer requests ends the queueing: the turn after it runs everything at once", async () => {
     const { ran, handler } = recordingHandler();
     const batched = perTurn(handler);
-    const first = [batched("a"), batched("b")];
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(ran).toEqual(["a", "b"]);
-    const second = [batched("c"), batched("d")];
-    expect(ran).toEqual(["a", "b", "c"]);
-    const texts = await Promise.all([...first, ...second].map(async (a) => (await a).text()));
-    expect(texts).toEqual(["answer to a", "answer to b", "answer to c", "answer to d"]);
-    expect(ran).toEqual(["a", "b", "c", "d"]);
+    names("b", BUSY_TURN).map((r) => batched(r));
+    await endOfTurn();
+    const quiet = [batched("q0"), batched("q1")];
+    expect(ran.slice(BUSY_TURN)).toEqual(["q0"]);
+    await endOfTurn();
+    expect(ran.slice(BUSY_TURN)).toEqual(["q0", "q1"]);
+    const after = [batched("a0"), batched("a1")];
+    expect(ran.slice(BUSY_TURN + 2)).toEqual(["a0", "a1"]);
+    expect(await texts([...quiet, ...after])).toEqual(["answer to q0", "answer to q1", "answer to a0", "answer to a1"]);
   });
 
-  test("a failing handler fails only its own request", async () => {
+  test("a failing handler fails only its own request, at once or queued", async () => {
     const { ran, handler } = recordingHandler();
     const batched = perTurn(handler);
-    // Failing at once (first of its turn) and failing in a batch.
-    const results = await Promise.allSettled([batched("fail"), batched("b"), batched("fail"), batched("d")]);
-    expect(ran).toEqual(["fail", "b", "fail", "d"]);
-    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled", "rejected", "fulfilled"]);
-    expect((results[2] as PromiseRejectedResult).reason.message).toBe("handler failed");
+    const first = await Promise.allSettled(["fail-a", ...names("b", BUSY_TURN)].map((r) => batched(r)));
+    expect(first.map((r) => r.status)).toEqual(["rejected", ...names("", BUSY_TURN).map(() => "fulfilled")]);
+    await endOfTurn();
+    const pending = ["c", "fail-d", "e"].map((r) => batched(r));
+    expect(ran.at(-1)).toBe("c");
+    const queued = await Promise.allSettled(pending);
+    expect(ran.slice(-3)).toEqual(["c", "fail-d", "e"]);
+    expect(queued.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((queued[1] as PromiseRejectedResult).reason.message).toBe("handler failed");
   });
 
   test("a handler that throws before returning its promise fails only its own request", async () => {
     const batched = perTurn((request: string): Promise<Response> => {
-      if (request === "throw") throw new Error("thrown synchronously");
+      if (request.startsWith("throw")) throw new Error("thrown synchronously");
       return Promise.resolve(new Response(request));
     });
-    const results = await Promise.allSettled([batched("throw"), batched("b"), batched("throw")]);
-    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled", "rejected"]);
-    expect(await ((results[1] as PromiseFulfilledResult<Response>).value as Response).text()).toBe("b");
+    const turn = ["throw-0", ...names("b", BUSY_TURN)].map((r) => batched(r));
+    expect((await Promise.allSettled(turn))[0]?.status).toBe("rejected");
+    await endOfTurn();
+    const results = await Promise.allSettled(["a", "throw-1", "c"].map((r) => batched(r)));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(await ((results[2] as PromiseFulfilledResult<Response>).value as Response).text()).toBe("c");
   });
 });
