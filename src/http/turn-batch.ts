@@ -7,8 +7,8 @@
  * request, writing the last answer), so the handler's JavaScript starts cold every time. Queued
  * and run together after the turn's reads (`setImmediate` runs once the turn's I/O callbacks are
  * done; a microtask would run after each request, which batches nothing), the same code runs
- * warm: the bench measured keyed decide at about 1.4 times the requests per second (README,
- * Performance).
+ * warm: under the bench's saturation load keyed decide answered about 1.4 times the requests per
+ * second in alternating scratch runs, less in the full bench run (README, Performance).
  *
  * When: a turn queues its requests after the first only if the turn before it had at least
  * `BUSY_TURN` requests. At a moderate rate (most turns one request, a few more after a pause)

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { randomUUID } from "node:crypto";
+import { generateKeyValue, hashSecret, keyPrefix } from "../../src/keys/key-value";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
@@ -125,6 +127,18 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
     const kept = await post("kept");
     const gone = await post("gone");
     await h.admin("POST", `/admin/tenants/default/sites/news/keys/${gone.id}/revoke`);
+    // A key already expired (written to the store directly: the API issues whole days ahead).
+    const expiredValue = generateKeyValue();
+    await h.deps.keyStore.insert({
+      id: randomUUID(),
+      tenantId: "default",
+      siteId: "news",
+      name: "expired",
+      prefix: keyPrefix(expiredValue),
+      hash: hashSecret(expiredValue),
+      permissions: [],
+      expiresAt: new Date(h.clock.now() - 60_000),
+    });
     // Issued here: held at once, no read on its first use.
     expect(h.deps.keys.authenticate(kept.key, h.clock.now())).toMatchObject({ id: kept.id });
 
@@ -136,6 +150,9 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
       const revoked = other.deps.keys.authenticate(gone.key, now);
       expect(revoked).toBeInstanceOf(Promise);
       expect(await revoked).toBeNull();
+      const expired = other.deps.keys.authenticate(expiredValue, now);
+      expect(expired).toBeInstanceOf(Promise);
+      expect(await expired).toBeNull();
 
       // A key the first process issues later reaches the second through the change feed (polled
       // every 50 ms here on the embedded store), before its first use there: that use reads nothing.
