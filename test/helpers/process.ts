@@ -52,23 +52,29 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   };
 }
 
-/** Runs the CLI as a separate process, as an operator would. */
-export async function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn([process.execPath, "src/cli/main.ts", ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+export interface ProcessResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a script (path from the project root, then its arguments) with this Bun as a separate
+ * process until it exits. Without `env` the child gets this process' environment.
+ */
+export async function runBun(args: string[], env?: Record<string, string>): Promise<ProcessResult> {
+  const child = Bun.spawn([process.execPath, ...args], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
     child.exited,
   ]);
   return { code, stdout, stderr };
+}
+
+/** Runs the CLI as a separate process, as an operator would. */
+export function runCli(args: string[], env: Record<string, string>): Promise<ProcessResult> {
+  return runBun(["src/cli/main.ts", ...args], { PATH: process.env.PATH ?? "", ...env });
 }
 
 /** A temporary folder, removed once every test file has run (test/preload.ts). */

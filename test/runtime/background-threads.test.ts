@@ -1,7 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { join } from "node:path";
 import { YIELDING_THREADS } from "../../src/runtime/background-threads";
-import { startServerProcess, tempDir } from "../helpers/process";
+import { runBun, startServerProcess, tempDir } from "../helpers/process";
 import { type ThreadPolicy, threadPolicies } from "../helpers/threads";
 
 const SCHED_IDLE = 5;
@@ -56,18 +55,7 @@ describe.skipIf(!linux)("runtime background threads", () => {
   }, 60_000);
 
   it("lowers a thread that starts after the first look, once it looks again", async () => {
-    const child = Bun.spawn(
-      [process.execPath, join(import.meta.dir, "..", "fixtures", "background-threads-child.ts")],
-      {
-        stdout: "pipe",
-        stderr: "pipe",
-      },
-    );
-    const [out, err, code] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.exited,
-    ]);
+    const { code, stdout: out, stderr: err } = await runBun(["test/fixtures/background-threads-child.ts"]);
     expect({ code, err }).toEqual({ code: 0, err: "" });
     const seen = JSON.parse(out) as {
       pid: number;
