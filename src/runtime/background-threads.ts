@@ -33,10 +33,12 @@ export const YIELDING_THREADS = /^(mi-scavenger|JITWorker|JSCWarmUp|HeapHelper)$
 const SCHED_IDLE = 5;
 const RESCAN_MS = 5_000;
 
-type SetScheduler = (tid: number, policy: number) => number;
+/** `sched_setscheduler(tid, policy, {0})`: 0 on success, -1 on failure (as libc returns it). */
+export type SetScheduler = (tid: number, policy: number) => number;
 
-function loadSetScheduler(): SetScheduler | undefined {
-  if (process.platform !== "linux") return undefined;
+/** libc's `sched_setscheduler` on Linux; null where there is none. */
+function loadSetScheduler(): SetScheduler | null {
+  if (process.platform !== "linux") return null;
   try {
     const libc = dlopen("libc.so.6", {
       sched_setscheduler: { args: [FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
@@ -45,7 +47,7 @@ function loadSetScheduler(): SetScheduler | undefined {
     const param = new Int32Array(1);
     return (tid, policy) => libc.symbols.sched_setscheduler(tid, policy, param) as number;
   } catch {
-    return undefined;
+    return null;
   }
 }
 
@@ -67,20 +69,22 @@ export interface BackgroundThreads {
 
 /**
  * Moves the runtime's background threads to `SCHED_IDLE` now and as they appear. On a platform
- * without `sched_setscheduler` it does nothing and says so once.
+ * without `sched_setscheduler` it does nothing and says so once; a thread whose policy cannot be
+ * changed is left as it is and not tried again, with one warning for the first such thread.
+ * `setScheduler` is libc's (tests pass their own to reach the failure and no-platform paths).
  */
 export function yieldBackgroundThreads(
   logger: Logger,
   rescanMs = RESCAN_MS,
   names: RegExp = YIELDING_THREADS,
+  setScheduler: SetScheduler | null = loadSetScheduler(),
 ): BackgroundThreads {
   const lowered = new Map<number, string>();
   /** "tid name" of every thread looked at. */
   const seen = new Set<string>();
-  const setScheduler = loadSetScheduler();
   let failures = 0;
   const scan = () => {
-    if (setScheduler === undefined) return;
+    if (setScheduler === null) return;
     let tids: string[];
     try {
       tids = readdirSync("/proc/self/task");
@@ -102,11 +106,11 @@ export function yieldBackgroundThreads(
       }
     }
   };
-  if (setScheduler === undefined) {
+  if (setScheduler === null) {
     logger.info("runtime threads keep their priority", { reason: "no sched_setscheduler on this platform" });
   }
   scan();
-  const timer = setScheduler === undefined ? undefined : setInterval(scan, rescanMs);
+  const timer = setScheduler === null ? undefined : setInterval(scan, rescanMs);
   timer?.unref();
   return {
     lowered,
