@@ -1,7 +1,7 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../core/types";
-import { countOf, holds, type MeterCounters, type MeterTable } from "../counters/meter-counters";
+import type { MeterCounters, MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
@@ -143,11 +143,17 @@ function withFacts(
   if (subject !== null) {
     const features = document.features;
     let slots: Map<string, MeterSlot> | null = null;
-    for (const name of input.features) {
-      const feature = features.get(name);
-      if (feature === undefined || feature.meters.length === 0) continue;
+    // Indexed loops, not for-of: the compiled iterator over a feature's meters deoptimised at
+    // the end of the array (OutOfBounds) and the function was recompiled every few seconds.
+    const names = input.features;
+    for (let n = 0; n < names.length; n++) {
+      const feature = features.get(names[n] as string);
+      if (feature === undefined) continue;
+      const meterNames = feature.meters;
+      if (meterNames.length === 0) continue;
       slots ??= slotsOf(document);
-      for (const meterName of feature.meters) {
+      for (let m = 0; m < meterNames.length; m++) {
+        const meterName = meterNames[m] as string;
         if (indexOfMeter(held, meterName) !== -1) continue;
         const slot = meterSlot(deps.meters, req.site, document, slots, meterName, req.now);
         if (slot === undefined) continue;
@@ -226,11 +232,10 @@ function evaluateHeld(
       const at = found[i] as number;
       // Still not held after the last round of reads: unknown, not zero.
       if (at < 0) continue;
-      const value = h.table.valueAt(at);
       reads[i] = {
         allowance: h.meter.allowance,
-        count: countOf(value),
-        seen: h.seenKind && articleId !== null && holds(value, articleId),
+        count: h.table.countAt(at),
+        seen: articleId !== null && h.table.holdsAt(at, articleId),
       };
     }
   }

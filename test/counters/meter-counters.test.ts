@@ -226,6 +226,66 @@ describe.each(storeKinds)("meter counters: seen members (%s store)", (kind) => {
   }, 60_000);
 });
 
+describe.each(storeKinds)("meter counters: reading a slot as decide does (%s store)", (kind) => {
+  it("gives each held value's count and members through countAt and holdsAt, ticked or read back", async () => {
+    const db = await freshDatabase(kind);
+    try {
+      const expectSlots = (counters: MeterCounters) => {
+        const calls = counters.table("t", "s", "calls", "2026-11", false);
+        const seen = counters.table("t", "s", "articles", "2026-11", true);
+        // Every way a value is held: a count; no members; one interned id; one id past the
+        // interning bound (kept in a list of one); several ids.
+        const cases: [string, number, string[]][] = [
+          ["none", 0, []],
+          ["one", 1, ["a-1"]],
+          ["past", 1, ["b-1"]],
+          ["many", 3, ["a-1", "c-1", "c-2"]],
+        ];
+        const callsAt = calls.find("reader");
+        expect(callsAt).toBeGreaterThanOrEqual(0);
+        expect(calls.countAt(callsAt)).toBe(4);
+        expect(calls.holdsAt(callsAt, "a-1")).toBe(false);
+        for (const [subject, count, members] of cases) {
+          const at = seen.find(subject);
+          expect(at).toBeGreaterThanOrEqual(0);
+          const value = seen.peek(subject);
+          expect(value).toBeDefined();
+          expect({ subject, count: seen.countAt(at) }).toEqual({ subject, count });
+          expect(countOf(value as NonNullable<typeof value>)).toBe(count);
+          for (const item of [...members, "a-1", "b-1", "c-2", "zzz"]) {
+            const expected = members.includes(item);
+            expect({ subject, item, held: seen.holdsAt(at, item) }).toEqual({ subject, item, held: expected });
+            expect(holds(value as NonNullable<typeof value>, item)).toBe(expected);
+          }
+        }
+      };
+      const exclusiveWriter = kind === "embedded";
+      // One article id is interned; every later one is kept as given.
+      const first = new MeterCounters(db.db, { exclusiveWriter, maxArticleIds: 1 });
+      await first.prime();
+      const calls = first.table("t", "s", "calls", "2026-11", false);
+      const seen = first.table("t", "s", "articles", "2026-11", true);
+      await calls.load("reader");
+      for (let i = 0; i < 4; i++) calls.tickCount("reader");
+      for (const subject of ["none", "one", "past", "many"]) await seen.load(subject);
+      seen.tickSeen("one", "a-1");
+      seen.tickSeen("past", "b-1");
+      for (const item of ["a-1", "c-1", "c-2"]) seen.tickSeen("many", item);
+      expectSlots(first);
+      await first.flush();
+      // Read back from Postgres by another instance: the values are installed from rows.
+      const second = new MeterCounters(db.db, { exclusiveWriter, maxArticleIds: 1 });
+      await second.prime();
+      await second.table("t", "s", "calls", "2026-11", false).load("reader");
+      const seenBack = second.table("t", "s", "articles", "2026-11", true);
+      for (const subject of ["none", "one", "past", "many"]) await seenBack.load(subject);
+      expectSlots(second);
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+});
+
 describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) => {
   it("keeps its deltas and members, merged with what was ticked since", async () => {
     const db = await freshDatabase(kind);
