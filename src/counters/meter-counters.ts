@@ -225,16 +225,11 @@ export class MeterTable {
     return slot >= 0 && this.holdsSlot(slot) ? slot : -1;
   }
 
-  /** The value held in a slot from `find`. */
-  valueAt(slot: number): MeterValue {
-    return this.seenKind ? this.membersAt(slot) : (this.counts[slot] as number);
-  }
-
   /**
    * The count in a slot from `find` (a count meter's count, a seen meter's number of members),
-   * read from the typed arrays. Decide reads meters through this and `holdsAt`, never `valueAt`:
-   * a seen value is a string or an array, and the compiled hot path, having seen strings,
-   * deoptimised each time it met an array and was recompiled about every two seconds under load.
+   * read from the typed arrays. Decide reads a slot through this and `holdsAt` rather than as a
+   * value (`peek`): a seen value is a string or an array, and the compiled hot path, having seen
+   * strings, deoptimised each time it met an array and was recompiled every two seconds or so.
    */
   countAt(slot: number): number {
     if (!this.seenKind) return this.counts[slot] as number;
