@@ -1,6 +1,6 @@
 import { describe, expect, it } from "bun:test";
-import { createLogger } from "../../src/logger";
 import { type SetScheduler, YIELDING_THREADS, yieldBackgroundThreads } from "../../src/runtime/background-threads";
+import { memoryLogger } from "../helpers/harness";
 import { runBun, startServerProcess, tempDir } from "../helpers/process";
 import { type ThreadPolicy, threadPolicies } from "../helpers/threads";
 
@@ -89,11 +89,11 @@ describe.skipIf(!linux)("runtime background threads", () => {
   }, 30_000);
 });
 
-/** A logger that keeps its lines, parsed. */
-function capturingLogger() {
-  const lines: { level: string; message: string; tid?: number; thread?: string; reason?: string }[] = [];
-  return { lines, logger: createLogger("debug", (line) => lines.push(JSON.parse(line))) };
-}
+/** What a memory logger has kept, parsed. */
+const logged = (logger: ReturnType<typeof memoryLogger>) =>
+  logger.lines.map(
+    (line) => JSON.parse(line) as { level: string; message: string; tid?: number; thread?: string; reason?: string },
+  );
 
 // The paths a kernel does not take here (as root, lowering a thread's own policy always works;
 // off Linux there is no sched_setscheduler): the call is passed in, and no real thread changes.
@@ -107,13 +107,13 @@ describe("runtime background threads when the policy cannot be set", () => {
       tried.push(tid);
       return -1;
     };
-    const { lines, logger } = capturingLogger();
+    const logger = memoryLogger();
     const threads = yieldBackgroundThreads(logger, 60_000, anyThread, failing);
     try {
       expect(tried.length).toBeGreaterThan(1);
       expect(tried).not.toContain(process.pid);
       expect(threads.lowered.size).toBe(0);
-      const warnings = lines.filter((l) => l.level === "warn");
+      const warnings = logged(logger).filter((l) => l.level === "warn");
       expect(warnings).toHaveLength(1);
       expect(warnings[0]?.message).toBe("could not lower a runtime thread's priority");
       expect(warnings[0]?.tid).toBe(tried[0]);
@@ -122,7 +122,7 @@ describe("runtime background threads when the policy cannot be set", () => {
       threads.scan();
       const retried = tried.slice(before).filter((tid) => tried.indexOf(tid) < before);
       expect(retried).toEqual([]);
-      expect(lines.filter((l) => l.level === "warn")).toHaveLength(1);
+      expect(logged(logger).filter((l) => l.level === "warn")).toHaveLength(1);
     } finally {
       threads.stop();
     }
@@ -135,9 +135,10 @@ describe("runtime background threads when the policy cannot be set", () => {
       expect(tid).not.toBe(process.pid);
       return calls++ === 0 ? -1 : 0;
     };
-    const { lines, logger } = capturingLogger();
+    const logger = memoryLogger();
     const threads = yieldBackgroundThreads(logger, 60_000, anyThread, firstFails);
     try {
+      const lines = logged(logger);
       expect(calls).toBeGreaterThan(1);
       expect(threads.lowered.size).toBe(calls - 1);
       expect(lines.filter((l) => l.level === "warn")).toHaveLength(1);
@@ -148,12 +149,12 @@ describe("runtime background threads when the policy cannot be set", () => {
   });
 
   it("without sched_setscheduler (not Linux) does nothing and says so once", () => {
-    const { lines, logger } = capturingLogger();
+    const logger = memoryLogger();
     const threads = yieldBackgroundThreads(logger, 60_000, anyThread, null);
     threads.scan();
     threads.stop();
     expect(threads.lowered.size).toBe(0);
-    expect(lines).toEqual([
+    expect(logged(logger)).toEqual([
       expect.objectContaining({
         level: "info",
         message: "runtime threads keep their priority",
