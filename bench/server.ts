@@ -57,6 +57,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     // "listening" (with the port) is an info line; decide logs nothing per request at info.
     SVC_LOG_LEVEL: "info",
     SVC_OPERATOR_TOKEN: reuse?.env.SVC_OPERATOR_TOKEN ?? randomBytes(24).toString("base64url"),
+    // The transport under test (README, Configuration): node:http by default, or Bun.serve.
+    ...(process.env.SVC_HTTP_SERVER ? { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER } : {}),
     ...options.env,
   };
   let store: ServerHandle["store"] = "embedded";

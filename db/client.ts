@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PGlite } from "@electric-sql/pglite";
@@ -8,6 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { privateFolder, privateTree } from "../src/runtime/private-files";
 import { PGliteThread } from "./pglite-thread";
 import * as schema from "./schema";
 
@@ -37,9 +38,14 @@ export async function openDatabase(options: {
 }): Promise<Database> {
   const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   if (options.url) {
-    const client = postgres(options.url, { max: 10, onnotice: () => {} });
+    const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
     const db = drizzlePostgres({ client, schema, casing: "snake_case" });
-    await migratePostgres(db, { migrationsFolder });
+    try {
+      await migratePostgres(db, { migrationsFolder });
+    } catch (error) {
+      await client.end({ timeout: 0 });
+      throw error;
+    }
     return {
       db: db as unknown as Db,
       kind: "server",
@@ -53,9 +59,11 @@ export async function openDatabase(options: {
   const dir = options.dataDir ?? ":memory:";
   let folder: string | null = null;
   if (dir !== ":memory:") {
-    mkdirSync(dir, { recursive: true });
+    privateFolder(dir);
     folder = join(dir, "pg");
     if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
+    // The store's files are never anyone else's (also narrows a folder made before this was kept).
+    privateTree(folder);
   }
   // PGlite runs in its own thread: its work never blocks the thread that serves requests.
   const client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
@@ -71,9 +79,26 @@ export async function openDatabase(options: {
     db: db as unknown as Db,
     kind: "embedded",
     listen: async () => null,
-    close: () => client.close(),
+    async close() {
+      await client.close();
+      // Files made while running (relation caches, WAL segments) by PGlite's chmod: narrowed too.
+      if (folder !== null) privateTree(folder);
+    },
   };
 }
+
+/**
+ * postgres.js waits before reconnecting after a connection error, and its default wait grows to
+ * 10-20 s after a few errors (`(0.5 + random / 2) * min(3 ** errors / 100, 20)` s, counted over
+ * the pool): a query queued on such a connection waited that long during an outage, and kept
+ * waiting after Postgres was back. Here the wait doubles from 50 ms to at most 2 s; a connection
+ * attempt that gets no answer (a hung server) gives up after 5 s instead of 30. Requests do not
+ * wait for either: their reads have a deadline of their own (SVC_READ_DEADLINE_MS).
+ */
+const SERVER_CONNECTION_SETTINGS = {
+  backoff: (errors: number) => Math.min(0.05 * 2 ** errors, 2),
+  connect_timeout: 5,
+};
 
 /**
  * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres

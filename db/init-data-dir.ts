@@ -4,6 +4,10 @@
  * 400 MB of WebAssembly memory in PGlite, never given back) is never part of the server.
  */
 import { PGlite } from "@electric-sql/pglite";
+import { keepFilesPrivate } from "../src/runtime/private-files";
+
+// Its files are the store's: readable by this user only, whatever umask the parent had.
+keepFilesPrivate();
 
 const folder = process.argv[2];
 if (!folder) {

@@ -24,6 +24,8 @@ export const tenants = pgTable("tenants", {
   /** Upstream identity provider: issuer (`iss`) and JWKS URL; null when none is connected. */
   idpIssuer: text(),
   idpJwksUrl: text(),
+  /** Origin (`https://id.news.example`) of the links this tenant's mail carries; null: see docs/security.md. */
+  publicUrl: text(),
   createdAt: createdAt(),
 });
 
@@ -240,6 +242,66 @@ export const meterSeen = pgTable(
     item: text().notNull(),
   },
   (t) => [primaryKey({ columns: [t.meterId, t.subject, t.item] })],
+);
+
+/** Organizations (the `/v1/org` kind): tenant-wide, like users. Created by an operator. */
+export const organizations = pgTable(
+  "organizations",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    name: text().notNull(),
+    /** Set at creation, never changed through the API. */
+    slug: text().notNull(),
+    logo: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("organizations_tenant_slug_idx").on(t.tenantId, t.slug)],
+);
+
+/** A user's seat in an organization; `role` is an open set (known: owner, admin, member). */
+export const memberships = pgTable(
+  "memberships",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    organizationId: uuid()
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("memberships_org_user_idx").on(t.organizationId, t.userId),
+    index("memberships_user_idx").on(t.tenantId, t.userId),
+  ],
+);
+
+/** Invitations to a seat; at most one pending per (organization, address): a re-invite supersedes. */
+export const invitations = pgTable(
+  "invitations",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    organizationId: uuid()
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    email: text().notNull(),
+    role: text().notNull(),
+    status: text({ enum: ["pending", "accepted", "rejected", "canceled"] })
+      .notNull()
+      .default("pending"),
+    inviterId: uuid(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("invitations_pending_idx").on(t.organizationId, t.email).where(sql`status = 'pending'`),
+    index("invitations_org_idx").on(t.organizationId, t.createdAt),
+  ],
 );
 
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */

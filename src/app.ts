@@ -3,13 +3,30 @@ import { adminRoutes } from "./admin/routes";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
+import { grantRoutes } from "./grants/routes";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
-import { errorEnvelope } from "./http/error-envelope";
+import { browserCors } from "./http/cors";
+import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
+import { AppError, errorBody } from "./http/errors";
+import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
+import { serveOverNodeHttp } from "./http/node-server";
 import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
+import { orgRoutes } from "./orgs/routes";
+
+/** A request whose URL no route may read (no Host, bad percent-encoding, NUL) as its 400. */
+function urlRefusal(request: Request): Response | undefined {
+  try {
+    checkRequestUrl(request.url);
+    return undefined;
+  } catch (error) {
+    if (error instanceof AppError) return appErrorResponse(error);
+    throw error;
+  }
+}
 
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
@@ -21,21 +38,65 @@ export function createApp(deps: Deps) {
   // path); `app.handle` reaches the same handler through the route below. It is registered
   // before the global parse hook so Elysia never reads its body.
   const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: decide } };
-  const app = new Elysia({ serve: { routes: nativeRoutes } as object })
+  // normalize "typebox": unknown members are still dropped, but a body of the wrong type stays
+  // as sent and fails its schema (422). Elysia's default cleaner (exact-mirror) rebuilds an object
+  // schema's value from its members, so `0`, `[]` or `"s"` became `{}` and passed.
+  const app = new Elysia({ serve: { routes: nativeRoutes } as object, normalize: "typebox" })
     .post(KEYED_DECIDE_PATH, ({ request }) => decide(request))
     .use(errorEnvelope(deps.logger))
     .use(jsonBody(maxBody))
-    .onRequest(({ request }) => bodyTooLarge(request, maxBody))
+    .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
     .use(adminRoutes(deps))
     .use(upstreamPushRoutes(deps))
     .use(browserDecideRoutes(deps));
+  // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
   return onBothMounts(app, (prefix) =>
-    new Elysia()
-      .use(identityConfigRoutes(deps, prefix))
-      .use(identityRoutes(deps, prefix))
-      .use(forwardRoutes(deps, prefix)),
+    browserCors(
+      deps.registry,
+      new Elysia()
+        .use(identityConfigRoutes(deps, prefix))
+        .use(identityRoutes(deps, prefix))
+        .use(grantRoutes(deps, prefix))
+        .use(orgRoutes(deps, prefix))
+        .use(forwardRoutes(deps, prefix)),
+    ),
   );
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/**
+ * Starts the app listening, in every start path. Whatever escapes every handler is logged and
+ * answered 500 in the envelope; no development error page is ever served. The body cap is a
+ * backstop only: the app answers 413 in the envelope at SVC_MAX_BODY_BYTES (declared or
+ * chunked); the transport's own cap (a bare 413) sits above it for bodies that never finish.
+ *
+ * `SVC_HTTP_SERVER=node` (the default) serves through Bun's node:http server, which answers
+ * pipelined requests in order; `bun` through Bun.serve, which Bun 1.4.5 makes close a pipelining
+ * client's connection behind any answer still pending (src/http/node-server.ts), for deployments
+ * whose every client is a proxy that never pipelines.
+ */
+export function listen(app: App, deps: Pick<Deps, "config" | "logger">, port = deps.config.port) {
+  const onError = (error: Error) => {
+    deps.logger.error("unhandled server error", { error: `${error.name}: ${error.message}`, stack: error.stack });
+  };
+  const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
+  const hostname = deps.config.host;
+  if (deps.config.httpServer === "node") {
+    return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError });
+  }
+  return app.listen({
+    port,
+    hostname,
+    maxRequestBodySize,
+    development: false,
+    error(error: Error) {
+      onError(error);
+      return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+        status: 500,
+        headers: { "content-type": "application/json" },
+      });
+    },
+  });
+}

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { privateFolder } from "./runtime/private-files";
 
 /** Frozen configuration, read once from the environment in main.ts and passed down. */
 export interface Config {
@@ -27,12 +28,23 @@ export interface Config {
   /** smtp:// or smtps:// URL; unset means mail is printed on stdout (development). */
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
-  /** Public base URL for links the service mails; unset means the origin the request reached. */
+  /** Origin of mailed links for a tenant with none of its own (src/identity/link-origin.ts has the rule). */
   readonly publicUrl: string | undefined;
   /** How long an upstream identity provider's JWKS may take before the exchange answers 503. */
   readonly idpTimeoutMs: number;
   /** `idle`: the runtime's background threads yield to the request thread (src/runtime). */
   readonly runtimeThreads: "idle" | "normal";
+  /**
+   * `node`: Bun's node:http server, which answers pipelined requests; `bun`: Bun.serve, faster,
+   * but it drops a pipelining client's connection behind a pending answer (src/http/node-server.ts).
+   */
+  readonly httpServer: "node" | "bun";
+  /** How long a request waits for a store read before it answers 503 with Retry-After. */
+  readonly readDeadlineMs: number;
+  /** How long a start keeps retrying an unreachable DATABASE_URL before it exits. */
+  readonly startRetryMs: number;
+  /** How long an organization invitation stays pending (SVC_INVITATION_TTL_DAYS, default 7). */
+  readonly invitationTtlDays: number;
 }
 
 export class ConfigError extends Error {
@@ -67,7 +79,7 @@ function secretVar(env: Env, name: string, dataDir: string, fileName: string, mi
     const stored = readFileSync(file, "utf8").trim();
     if (stored.length >= minLength) return stored;
   }
-  mkdirSync(dataDir, { recursive: true });
+  privateFolder(dataDir);
   const generated = randomBytes(32).toString("base64url");
   writeFileSync(file, `${generated}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
@@ -94,6 +106,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (runtimeThreads !== "idle" && runtimeThreads !== "normal") {
     throw new ConfigError("SVC_RUNTIME_THREADS", `must be idle or normal (got "${runtimeThreads}")`);
   }
+  const httpServer = (env.SVC_HTTP_SERVER || "node") as Config["httpServer"];
+  if (httpServer !== "node" && httpServer !== "bun") {
+    throw new ConfigError("SVC_HTTP_SERVER", `must be node or bun (got "${httpServer}")`);
+  }
   const seedDemo =
     seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
   return Object.freeze({
@@ -119,6 +135,10 @@ export function loadConfig(env: Env = process.env): Config {
     )?.replace(/\/$/, ""),
     idpTimeoutMs: intVar(env, "SVC_IDP_TIMEOUT_MS", 3000, 100, 60_000),
     runtimeThreads,
+    httpServer,
+    readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
+    startRetryMs: intVar(env, "SVC_START_RETRY_MS", 30_000, 0, 3_600_000),
+    invitationTtlDays: intVar(env, "SVC_INVITATION_TTL_DAYS", 7, 1, 365),
   });
 }
 

@@ -13,6 +13,8 @@ import { KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, Outbox, smtpTransport } from "./mail/outbox";
+import { SealedText } from "./mail/sealed-text";
+import { OrgStore } from "./orgs/store";
 import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
@@ -46,6 +48,7 @@ export interface Deps {
   readonly forwardRate: RateWindows;
   readonly outbox: Outbox;
   readonly identityDeps: IdentityDeps;
+  readonly orgs: OrgStore;
 }
 
 export interface DepsOverrides {
@@ -75,7 +78,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     exclusiveWriter: database.kind === "embedded",
   });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
-  const users = new UserStore(database.db);
+  const users = new UserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
 
   // The feed needs the key service and the key service publishes to the feed.
@@ -96,12 +99,20 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // changes, so it has no timer poll: an idle server runs no query at all.
   const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
-  keys = new KeyService(keyStore, keyUsage, changes);
+  keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
   const transport =
     overrides.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : logTransport());
-  const outbox = new Outbox(database.db, transport, logger, now, database.kind === "server");
+  const outbox = new Outbox(
+    database.db,
+    transport,
+    logger,
+    now,
+    database.kind === "server",
+    new SealedText(config.secret, "mail-outbox"),
+  );
+  const orgs = new OrgStore(database.db, config.readDeadlineMs);
   const identityDeps: IdentityDeps = {
-    identity: new IdentityStore(database.db),
+    identity: new IdentityStore(database.db, config.readDeadlineMs),
     users,
     accessTokens: new AccessTokens(config.secret),
     upstream: new UpstreamVerifier(config.idpTimeoutMs, now),
@@ -109,10 +120,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     now,
     identityProvider: (tenantId) => registry.identityProvider(tenantId),
+    organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
   };
   return {
     outbox,
     identityDeps,
+    orgs,
     config,
     logger,
     now,

@@ -1,8 +1,15 @@
-import { createApp } from "./app";
+import type { Database } from "../db/client";
+import { openDatabaseRetrying, openFailureMessage } from "../db/open-retrying";
+import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { createDeps, startDeps, stopDeps } from "./deps";
+import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
+import { keepFilesPrivate } from "./runtime/private-files";
 import { seedDemo } from "./seed";
+
+// Before anything writes the data folder: every file the server creates is private (0600/0700).
+keepFilesPrivate();
 
 let config: Config;
 try {
@@ -15,15 +22,10 @@ try {
   throw error;
 }
 
-const deps = await createDeps(config);
+const logger = createLogger(config.logLevel);
+const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) });
 await startDeps(deps);
-const app = createApp(deps).listen({
-  port: config.port,
-  hostname: config.host,
-  // A backstop only: the app answers 413 in the envelope at SVC_MAX_BODY_BYTES (declared or
-  // chunked); Bun's own cap (a bare 413) sits above it for bodies that never finish.
-  maxRequestBodySize: config.maxBodyBytes * 2 + 65_536,
-});
+const app = listen(createApp(deps), deps);
 const port = app.server?.port ?? config.port;
 deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir });
 const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;
@@ -57,3 +59,23 @@ async function shutdown(signal: string) {
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
+
+/**
+ * With DATABASE_URL: the server store, waited for while unreachable (SVC_START_RETRY_MS). A
+ * store that cannot be opened stops the process with one line naming DATABASE_URL (password
+ * masked), not a driver's stack trace. Without it: undefined (createDeps opens the embedded one).
+ */
+async function openServerDatabase(config: Config, logger: Logger): Promise<Database | undefined> {
+  const url = config.databaseUrl;
+  if (url === undefined) return undefined;
+  try {
+    return await openDatabaseRetrying(url, {
+      retryMs: config.startRetryMs,
+      onWaiting: (masked) =>
+        logger.warn(`waiting for Postgres at DATABASE_URL ${masked}`, { retryMs: config.startRetryMs }),
+    });
+  } catch (error) {
+    console.error(openFailureMessage(url, error));
+    process.exit(1);
+  }
+}

@@ -12,7 +12,11 @@ describe("configuration", () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.seedDemo).toBe(true);
     expect(config.runtimeThreads).toBe("idle");
+    expect(config.httpServer).toBe("node");
+    expect(config.readDeadlineMs).toBe(1000);
+    expect(config.startRetryMs).toBe(30_000);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "normal" }).runtimeThreads).toBe("normal");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
   });
 
   it("seeds nothing with DATABASE_URL unless asked", () => {
@@ -36,6 +40,10 @@ describe("configuration", () => {
     ["SVC_SEED_DEMO", "maybe"],
     ["SVC_IGLU_VENDOR", "not a vendor"],
     ["SVC_RUNTIME_THREADS", "realtime"],
+    ["SVC_HTTP_SERVER", "uws"],
+    ["SVC_READ_DEADLINE_MS", "0"],
+    ["SVC_READ_DEADLINE_MS", "1s"],
+    ["SVC_START_RETRY_MS", "-5"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

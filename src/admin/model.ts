@@ -1,4 +1,12 @@
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+
+/**
+ * A JSON whole number. Not Elysia's `t.Integer`: that one also accepts digit strings, and its
+ * default (0) makes Elysia merge the body into `{}` before the check, so a body of `0` or `[]`
+ * passed as `{}` on a route whose members are all optional.
+ */
+const wholeNumber = (range: { minimum: number; maximum: number }) => Type.Integer(range);
 
 const siteId = t.String({ minLength: 1, maxLength: 128 });
 const tenantId = t.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
@@ -11,6 +19,9 @@ export const KeyParams = t.Object({
   keyId: t.String({ format: "uuid" }),
 });
 
+/** An http(s) origin without a path; checked with URL in the service (publicOrigin), which says so. */
+const publicUrl = t.String({ minLength: 1, maxLength: 2048 });
+
 export const CreateTenantBody = t.Object(
   {
     id: tenantId,
@@ -18,9 +29,13 @@ export const CreateTenantBody = t.Object(
       t.Array(t.String({ minLength: 1, maxLength: 253, pattern: "^[A-Za-z0-9.-]+$" }), { maxItems: 100 }),
     ),
     default: t.Optional(t.Boolean()),
+    /** The origin of links in the tenant's mail, e.g. https://id.news.example. */
+    publicUrl: t.Optional(publicUrl),
   },
   { additionalProperties: false },
 );
+
+export const PublicUrlBody = t.Object({ publicUrl }, { additionalProperties: false });
 
 export const CreateSiteBody = t.Object({ id: siteId }, { additionalProperties: false });
 
@@ -32,14 +47,14 @@ export const DeployBody = t.Object(
 export const IssueKeyBody = t.Object(
   {
     name: t.String({ minLength: 1, maxLength: 100 }),
-    expiresInDays: t.Optional(t.Integer({ minimum: 1, maximum: 3650 })),
+    expiresInDays: t.Optional(wholeNumber({ minimum: 1, maximum: 3650 })),
     permissions: t.Optional(t.Array(t.Union([t.Literal("streaming:write")]), { maxItems: 1 })),
   },
   { additionalProperties: false },
 );
 
 export const PreviewTokenBody = t.Object(
-  { ttlSeconds: t.Optional(t.Integer({ minimum: 1, maximum: 86_400 })) },
+  { ttlSeconds: t.Optional(wholeNumber({ minimum: 1, maximum: 86_400 })) },
   { additionalProperties: false },
 );
 

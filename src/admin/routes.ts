@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import { hashSecret } from "../keys/key-value";
+import { adminOrgRoutes } from "../orgs/admin-routes";
 import {
   CreateSiteBody,
   CreateTenantBody,
@@ -10,10 +11,19 @@ import {
   IdentityProviderBody,
   IssueKeyBody,
   KeyParams,
+  PublicUrlBody,
   SiteParams,
   TenantParams,
 } from "./model";
-import { createSite, createTenant, deploySite, requireSite, setIdentityProvider, setSiteDisabled } from "./service";
+import {
+  createSite,
+  createTenant,
+  deploySite,
+  requireSite,
+  setIdentityProvider,
+  setPublicUrl,
+  setSiteDisabled,
+} from "./service";
 import { adminUserRoutes } from "./user-routes";
 
 /** Constant-time check of an operator token against the configured one (compared as hashes). */
@@ -46,6 +56,13 @@ export function adminRoutes(deps: Deps) {
       body: IdentityProviderBody,
     })
     .delete("/tenants/:tenant/identity-provider", ({ params }) => setIdentityProvider(deps, params.tenant, null), {
+      params: TenantParams,
+    })
+    .put("/tenants/:tenant/public-url", ({ params, body }) => setPublicUrl(deps, params.tenant, body.publicUrl), {
+      params: TenantParams,
+      body: PublicUrlBody,
+    })
+    .delete("/tenants/:tenant/public-url", ({ params }) => setPublicUrl(deps, params.tenant, null), {
       params: TenantParams,
     })
     .get(
@@ -109,5 +126,6 @@ export function adminRoutes(deps: Deps) {
       }),
       { params: KeyParams },
     )
-    .use(adminUserRoutes(deps));
+    .use(adminUserRoutes(deps))
+    .use(adminOrgRoutes(deps));
 }

@@ -4,13 +4,48 @@ import { AppError } from "../http/errors";
 
 type AdminDeps = Pick<Deps, "siteStore" | "changes" | "registry">;
 
-export async function createTenant(deps: AdminDeps, input: { id: string; hosts?: string[]; default?: boolean }) {
+/**
+ * A tenant's public URL as the origin it names (`https://id.news.example`, no trailing slash):
+ * http or https, a host, no path, query, fragment or credentials; else 422.
+ */
+export function publicOrigin(value: string): string {
+  const url = URL.parse(value);
+  if (
+    url === null ||
+    (url.protocol !== "https:" && url.protocol !== "http:") ||
+    url.hostname === "" ||
+    url.username !== "" ||
+    url.password !== "" ||
+    url.pathname !== "/" ||
+    url.search !== "" ||
+    url.hash !== ""
+  ) {
+    throw new AppError("validation_failed", "The request failed validation.", [
+      { path: "/publicUrl", message: "must be an http(s) origin without a path, e.g. https://id.news.example" },
+    ]);
+  }
+  return url.origin;
+}
+
+export async function createTenant(
+  deps: AdminDeps,
+  input: { id: string; hosts?: string[]; default?: boolean; publicUrl?: string },
+) {
   const hosts = [...new Set((input.hosts ?? []).map((h) => h.toLowerCase()))];
-  const result = await deps.siteStore.createTenant(input.id, hosts, input.default ?? false);
+  const publicUrl = input.publicUrl === undefined ? null : publicOrigin(input.publicUrl);
+  const result = await deps.siteStore.createTenant(input.id, hosts, input.default ?? false, publicUrl);
   if (result === "exists") throw new AppError("conflict", "A tenant with that id already exists.");
   if (result === "host_taken") throw new AppError("conflict", "One of those hosts already belongs to a tenant.");
   await deps.changes.publish({ topic: "tenant", tenantId: input.id, subject: input.id });
-  return { id: input.id, hosts, default: input.default ?? false };
+  return { id: input.id, hosts, default: input.default ?? false, publicUrl };
+}
+
+/** Sets (or clears, with null) the origin the tenant's mailed links are built on. */
+export async function setPublicUrl(deps: AdminDeps, tenantId: string, value: string | null) {
+  const publicUrl = value === null ? null : publicOrigin(value);
+  if (!(await deps.siteStore.setPublicUrl(tenantId, publicUrl))) throw new AppError("not_found", "Unknown tenant.");
+  await deps.changes.publish({ topic: "tenant", tenantId, subject: tenantId });
+  return { tenant: tenantId, publicUrl };
 }
 
 export async function createSite(deps: AdminDeps, tenantId: string, siteId: string) {

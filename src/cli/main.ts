@@ -1,5 +1,8 @@
 #!/usr/bin/env bun
+import { keepFilesPrivate } from "../runtime/private-files";
 import { run } from "./run";
+
+keepFilesPrivate();
 
 const code = await run(process.argv.slice(2), {
   env: process.env,

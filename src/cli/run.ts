@@ -13,7 +13,9 @@ class CliError extends Error {}
 
 const USAGE = `Usage: svc <command> [options]   (every command takes --json)
 
-  tenant create <id> [--host H]... [--default]
+  tenant create <id> [--host H]... [--default] [--public-url URL]
+  tenant public-url <id> <url>                     origin of the links in the tenant's mail
+  tenant public-url <id> --clear                   clear it (see docs/security.md)
   tenant list
   tenant idp <id> --issuer ISS --jwks-url URL      connect the upstream identity provider
   tenant idp <id> --clear                          disconnect it
@@ -30,6 +32,8 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   grants add <userId> <grant> [--expires ISO-DATE] [--tenant T]
   grants revoke <userId> <grant> [--tenant T]
   grants list <userId> [--tenant T]
+  org create <name> --slug S --owner <email> [--tenant T]
+  org list [--tenant T]
   schema                      print the site-document JSON Schema (no server needed)
 
 Environment: SVC_URL (default http://127.0.0.1:$PORT, PORT default 3000),
@@ -89,7 +93,10 @@ function parse(argv: string[]) {
       "ttl-seconds": { type: "string" },
       issuer: { type: "string" },
       "jwks-url": { type: "string" },
+      "public-url": { type: "string" },
       clear: { type: "boolean" },
+      slug: { type: "string" },
+      owner: { type: "string" },
     },
   });
 }
@@ -118,21 +125,38 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     case "schema":
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
     case "tenant create": {
-      if (rest.length < 1) throw new CliError("usage: svc tenant create <id> [--host H]... [--default]");
+      if (rest.length < 1) {
+        throw new CliError("usage: svc tenant create <id> [--host H]... [--default] [--public-url URL]");
+      }
       const out = await call("POST", "/admin/tenants", {
         id: rest[0],
         hosts: values.host ?? [],
         default: values.default ?? false,
+        publicUrl: values["public-url"],
       });
       return { json: out, text: `tenant ${rest[0]} created` };
     }
+    case "tenant public-url": {
+      const [id] = need(1, "tenant public-url <id> <url> | --clear");
+      if (values.clear) {
+        const out = await call("DELETE", `/admin/tenants/${id}/public-url`);
+        return { json: out, text: `public URL of ${rest[0]} cleared` };
+      }
+      if (rest.length < 2) throw new CliError("usage: svc tenant public-url <id> <url> | --clear");
+      const out = (await call("PUT", `/admin/tenants/${id}/public-url`, { publicUrl: rest[1] })) as {
+        publicUrl: string;
+      };
+      return { json: out, text: `public URL of ${rest[0]} set to ${out.publicUrl}` };
+    }
     case "tenant list": {
       const out = (await call("GET", "/admin/tenants")) as {
-        tenants: { id: string; hosts: string[]; isDefault: boolean }[];
+        tenants: { id: string; hosts: string[]; isDefault: boolean; publicUrl: string | null }[];
       };
       return {
         json: out,
-        text: out.tenants.map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}`).join("\n"),
+        text: out.tenants
+          .map((t) => `${t.id}${t.isDefault ? " (default)" : ""}\t${t.hosts.join(",")}\t${t.publicUrl ?? "-"}`)
+          .join("\n"),
       };
     }
     case "tenant idp": {
@@ -264,6 +288,26 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         grants: { grant: string; expiresAt: string | null }[];
       };
       return { json: out, text: out.grants.map((g) => `${g.grant}\t${g.expiresAt ?? "never"}`).join("\n") };
+    }
+    case "org create": {
+      if (rest.length < 1 || !values.slug || !values.owner) {
+        throw new CliError("usage: svc org create <name> --slug S --owner <email> [--tenant T]");
+      }
+      const out = (await call("POST", `/admin/tenants/${tenant}/organizations`, {
+        name: rest[0],
+        slug: values.slug,
+        ownerEmail: values.owner,
+      })) as { organization: { id: string; slug: string }; owner: { user: { email: string } } };
+      return {
+        json: out,
+        text: `organization ${out.organization.slug} created (id ${out.organization.id}; owner ${out.owner.user.email})`,
+      };
+    }
+    case "org list": {
+      const out = (await call("GET", `/admin/tenants/${tenant}/organizations`)) as {
+        organizations: { id: string; name: string; slug: string }[];
+      };
+      return { json: out, text: out.organizations.map((o) => `${o.id}\t${o.slug}\t${o.name}`).join("\n") };
     }
     default:
       throw new CliError(`unknown command "${args.join(" ")}"; see svc --help`);

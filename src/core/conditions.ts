@@ -47,6 +47,7 @@ const ROOTS: Record<FactNamespace, Root> = {
   content: (s) => s.content,
   grants: (s) => s.grants,
   user: (s) => s.user,
+  org: (s) => s.org,
   context: (s) => s.context,
   streaming: (s) => s.streaming,
   external: (s) => s.external,

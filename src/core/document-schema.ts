@@ -7,7 +7,16 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 
 /** Names of features, outcomes, meters, experiments, variants, catalog items, fields, pipelines. */
 export const NAME_PATTERN = "^[A-Za-z][A-Za-z0-9_-]{0,127}$";
-export const FACT_NAMESPACES = ["content", "grants", "user", "context", "streaming", "external", "gift"] as const;
+export const FACT_NAMESPACES = [
+  "content",
+  "grants",
+  "user",
+  "org",
+  "context",
+  "streaming",
+  "external",
+  "gift",
+] as const;
 export type FactNamespace = (typeof FACT_NAMESPACES)[number];
 export const FACT_PATH_PATTERN = `^(${FACT_NAMESPACES.join("|")})(\\.[^.]+)+$`;
 export const DURATION_PATTERN = "^[1-9][0-9]{0,8}[smhdw]$";

@@ -30,6 +30,12 @@ export interface FactSnapshot {
   readonly grants: GrantFacts;
   /** User traits, or null when no user is known. */
   readonly user: Readonly<Record<string, unknown>> | null;
+  /**
+   * `org.id`, `org.slug`, `org.role` (the active organization) and `org.roles.<organizationId>`,
+   * from the browser's access cookie; empty for a signed-out browser; null (unavailable) on the
+   * keyed route, which carries no cookie.
+   */
+  readonly org: Readonly<Record<string, unknown>> | null;
   /** Unverified passthrough from the caller. Never merged with signed facts. */
   readonly context: Readonly<Record<string, unknown>>;
   /** `streaming.<pipeline>.<field>`; empty until the streaming capability lands. */

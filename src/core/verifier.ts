@@ -5,6 +5,7 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { deepFreeze } from "./freeze";
+import { isStorableText } from "./text";
 import type { ContentDescriptor } from "./types";
 
 export interface ContentKey {
@@ -96,7 +97,8 @@ export function createContentVerifier(
 
     const id = record.id;
     let articleId: string | null = null;
-    if (typeof id === "string" && id.length > 0) articleId = id;
+    // An id Postgres could not store (a seen meter's member) reads as no article id.
+    if (typeof id === "string" && id.length > 0 && isStorableText(id)) articleId = id;
     else if (typeof id === "number" && Number.isFinite(id)) articleId = String(id);
 
     return { payload, expiresAtMs, verified: Object.freeze({ facts: deepFreeze(record), articleId }) };

@@ -1,9 +1,13 @@
 import type { Logger } from "../logger";
 
-/** Something holding unflushed deltas. A failed flush must merge its deltas back. */
+/**
+ * Something holding unflushed deltas. A flush that fails must keep its deltas for the next one;
+ * a row the store refuses (a data error on that row alone) is dropped and reported to `logger`
+ * (the flusher's), so that one bad row never blocks the others.
+ */
 export interface Flushable {
   readonly name: string;
-  flush(): Promise<void>;
+  flush(logger?: Logger): Promise<void>;
 }
 
 /**
@@ -40,7 +44,7 @@ export class Flusher {
     this.running = (async () => {
       for (const part of this.parts) {
         try {
-          await part.flush();
+          await part.flush(this.logger);
         } catch (error) {
           this.logger.error("counter flush failed; deltas kept for the next flush", {
             counter: part.name,

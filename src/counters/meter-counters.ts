@@ -1,8 +1,18 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
+import { createLogger, type Logger } from "../logger";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
+import {
+  hashForLog,
+  isDataError,
+  ROW_KEPT,
+  ROW_REFUSED,
+  ROW_WRITTEN,
+  sqlStateOf,
+  writeSplitting,
+} from "./refused-rows";
 import { grown, SubjectIndex } from "./subject-index";
 
 /**
@@ -15,6 +25,9 @@ export type SeenValue = string | readonly string[];
 export type MeterValue = number | SeenValue;
 
 const NO_ITEMS: readonly string[] = Object.freeze([]);
+
+/** Where a flush called without a logger (tests, tools) reports a refused row. */
+const fallbackLogger = createLogger("warn");
 
 /** What a loaded row gives: the stored count and, for seen meters, the stored members. */
 interface Loaded {
@@ -72,6 +85,12 @@ const WRITTEN = 4;
 const UNFLUSHED = DIRTY | IN_FLIGHT;
 /** The table holds a value for the subject in this (shared) slot. */
 const HELD = 8;
+/**
+ * A count meter's row for this subject was refused by the store (a data error on the row
+ * alone, see `MeterCounters.isolate`): its ticks are counted in memory but no longer queued for
+ * writing (a write would fail again), until the subject is evicted.
+ */
+const REFUSED = 16;
 
 /**
  * The subjects of one (tenant, site), shared by every meter table of the site (each meter, each
@@ -156,7 +175,7 @@ export class MeterTable {
   private severalFree: number[] = [];
   /** Count meters: slot -> unflushed delta. Seen meters: slot -> members durable (or in flight). */
   private pending = new Int32Array(0);
-  /** slot -> HELD | DIRTY | IN_FLIGHT | WRITTEN (0: this table does not hold the slot's subject). */
+  /** slot -> HELD | DIRTY | IN_FLIGHT | WRITTEN | REFUSED (0: this table does not hold the slot's subject). */
   private state = new Uint8Array(0);
   /** Dirty slots in the order they became dirty (a ring: `head` is the oldest). */
   private queue = new Int32Array(16);
@@ -390,10 +409,18 @@ export class MeterTable {
     // seen table's are one per member not yet stored, so a subject may appear more than once.
     const subjects = this.seenKind ? ([] as string[]) : this.flyingSubjects;
     const items: string[] = [];
+    // A seen table's rows: the take's entry (index in `flying`) each row belongs to.
+    const entries: number[] = [];
     while (taken < limit && this.queued > 0) {
       const slot = this.queue[this.head] as number;
       this.head = this.head + 1 === this.queue.length ? 0 : this.head + 1;
       this.queued -= 1;
+      if (((this.state[slot] as number) & REFUSED) !== 0) {
+        // Ticked while its refused row was in flight: never written (see REFUSED).
+        this.state[slot] = (this.state[slot] as number) & ~DIRTY;
+        if (((this.state[slot] as number) & UNFLUSHED) === 0) this.busy -= 1;
+        continue;
+      }
       const subject = this.subjects.subjectAt(slot) as string;
       this.state[slot] = ((this.state[slot] as number) & (HELD | WRITTEN)) | IN_FLIGHT;
       this.flying.push(slot);
@@ -407,10 +434,12 @@ export class MeterTable {
       const value = this.membersAt(slot);
       const from = this.pending[slot] as number;
       this.flyingBefore.push(from);
+      const entry = this.flying.length - 1;
       if (typeof value === "string") {
         if (from === 0) {
           subjects.push(subject);
           items.push(value);
+          entries.push(entry);
         }
         this.pending[slot] = 1;
         continue;
@@ -418,10 +447,19 @@ export class MeterTable {
       for (let i = from; i < value.length; i++) {
         subjects.push(subject);
         items.push(value[i] as string);
+        entries.push(entry);
       }
       this.pending[slot] = value.length;
     }
-    if (taken > 0) batch.parts.push({ table: this, subjects, deltas: this.seenKind ? [] : this.flyingBefore, items });
+    if (taken > 0) {
+      batch.parts.push({
+        table: this,
+        subjects,
+        deltas: this.seenKind ? [] : this.flyingBefore,
+        items,
+        entries: this.seenKind ? entries : null,
+      });
+    }
     // A drained backlog gives back its queue (4 bytes a subject at its longest).
     if (this.queued === 0 && this.queue.length > 1024) {
       this.queue = new Int32Array(16);
@@ -435,24 +473,64 @@ export class MeterTable {
    * their deltas (or members) are pending again, together with anything ticked since.
    */
   settle(written: boolean, present: AbsenceFilter | null): void {
-    for (let i = 0; i < this.flying.length; i++) {
-      const slot = this.flying[i] as number;
-      let state = (this.state[slot] as number) & ~IN_FLIGHT;
-      if ((state & UNFLUSHED) === 0) this.busy -= 1;
-      if (written) {
-        // The key is in Postgres now: tell the absence filter once per subject, not every write.
-        if ((state & WRITTEN) === 0) {
-          present?.add(meterKey(this.tenant, this.site, this.meter, this.flyingSubjects[i] as string, this.period));
-          state |= WRITTEN;
-        }
-        this.state[slot] = state;
-        continue;
+    const outcome = written ? ROW_WRITTEN : ROW_KEPT;
+    for (let i = 0; i < this.flying.length; i++) this.settleEntry(i, outcome, present);
+    this.endTake();
+  }
+
+  /**
+   * @internal `settle` for a take whose rows fared differently (`MeterCounters.isolate`): `rows`
+   * holds each row's ROW_* outcome, in the order of the take's part (`entries` maps a seen
+   * table's rows to their subjects). A subject with a row still kept is pending again (a seen
+   * meter's members already stored are inserted again, which does nothing); one whose rows were
+   * all refused is dropped from the write-behind (a count meter's subject is marked REFUSED);
+   * the others are written.
+   */
+  settleRows(rows: Uint8Array, entries: readonly number[] | null, present: AbsenceFilter | null): void {
+    if (entries === null) {
+      for (let i = 0; i < this.flying.length; i++) this.settleEntry(i, rows[i] as number, present);
+    } else {
+      // Per subject: bit 1 a row kept, 2 a row written, 4 a row refused (none: nothing to write).
+      const seen = new Uint8Array(this.flying.length);
+      for (let r = 0; r < rows.length; r++) {
+        const o = rows[r] as number;
+        const e = entries[r] as number;
+        seen[e] = (seen[e] as number) | (o === ROW_KEPT ? 1 : o === ROW_WRITTEN ? 2 : 4);
+      }
+      for (let i = 0; i < this.flying.length; i++) {
+        const s = seen[i] as number;
+        this.settleEntry(i, (s & 1) !== 0 ? ROW_KEPT : s === 4 ? ROW_REFUSED : ROW_WRITTEN, present);
+      }
+    }
+    this.endTake();
+  }
+
+  private settleEntry(i: number, outcome: number, present: AbsenceFilter | null): void {
+    const slot = this.flying[i] as number;
+    let state = (this.state[slot] as number) & ~IN_FLIGHT;
+    if ((state & UNFLUSHED) === 0) this.busy -= 1;
+    if (outcome === ROW_WRITTEN) {
+      // The key is in Postgres now: tell the absence filter once per subject, not every write.
+      if ((state & WRITTEN) === 0) {
+        present?.add(meterKey(this.tenant, this.site, this.meter, this.flyingSubjects[i] as string, this.period));
+        state |= WRITTEN;
       }
       this.state[slot] = state;
-      if (this.seenKind) this.pending[slot] = this.flyingBefore[i] as number;
-      else this.pending[slot] = (this.pending[slot] as number) + (this.flyingBefore[i] as number);
-      this.markDirty(slot);
+      return;
     }
+    if (outcome === ROW_REFUSED) {
+      // Not restored: the row is dropped. A count meter's later ticks are not queued either (a
+      // seen meter's new members are other rows, written as usual).
+      this.state[slot] = this.seenKind ? state : state | REFUSED;
+      return;
+    }
+    this.state[slot] = state;
+    if (this.seenKind) this.pending[slot] = this.flyingBefore[i] as number;
+    else this.pending[slot] = (this.pending[slot] as number) + (this.flyingBefore[i] as number);
+    this.markDirty(slot);
+  }
+
+  private endTake(): void {
     this.flying = [];
     this.flyingBefore = [];
     this.flyingSubjects = [];
@@ -460,7 +538,7 @@ export class MeterTable {
 
   private markDirty(slot: number): void {
     const state = this.state[slot] as number;
-    if ((state & DIRTY) !== 0) return;
+    if ((state & (DIRTY | REFUSED)) !== 0) return;
     if ((state & UNFLUSHED) === 0) this.busy += 1;
     this.state[slot] = state | DIRTY;
     if (this.queued === this.queue.length) {
@@ -557,6 +635,8 @@ interface FlushPart {
   readonly deltas: number[];
   /** A seen table's new members, by subject. */
   readonly items: string[];
+  /** A seen table's rows: the index of each row's subject in the take (null: one row a subject). */
+  readonly entries: number[] | null;
 }
 
 /** One flush transaction's rows, a part per table. */
@@ -751,10 +831,13 @@ export class MeterCounters implements Flushable {
 
   /**
    * Writes what was dirty when it began, in transactions of at most STATEMENT_ROWS subjects
-   * (ticks that arrive meanwhile wait for the next flush). A failed transaction puts its deltas
-   * back and stops; those written before it stay written.
+   * (ticks that arrive meanwhile wait for the next flush). A transaction that fails with a data
+   * error is split until the rows the store refuses are found (`isolate`): those are dropped
+   * and logged, the others written. Any other failure (the store unreachable) puts the
+   * transaction's deltas back and stops; those written before it stay written. `logger` is the
+   * flusher's; without one (a test, a tool) refused rows are reported on standard output.
    */
-  async flush(): Promise<void> {
+  async flush(logger: Logger = fallbackLogger): Promise<void> {
     // Ticks waiting for their value's read belong to this flush (those that come later, the next).
     if (this.waitingTicks.size > 0) await Promise.all([...this.waitingTicks]);
     let budget = this.pendingCount;
@@ -771,8 +854,13 @@ export class MeterCounters implements Flushable {
       if (batch.parts.length === 0) break;
       let keyIds: number[];
       try {
-        keyIds = await this.write(batch);
+        keyIds = await this.write(batch.parts);
       } catch (error) {
+        if (isDataError(error)) {
+          // Settles every part; throws (with the unwritten rows kept) on any other failure.
+          await this.isolate(batch, logger);
+          continue;
+        }
         for (const part of batch.parts) part.table.settle(false, this.present);
         throw error;
       }
@@ -789,10 +877,10 @@ export class MeterCounters implements Flushable {
    * One batch in one transaction: per table, count deltas added or seen members inserted once,
    * under the table's key id (created on its first flush). Returns the parts' key ids.
    */
-  private async write(batch: FlushBatch): Promise<number[]> {
+  private async write(parts: readonly FlushPart[]): Promise<number[]> {
     return this.db.transaction(async (tx) => {
       const keyIds: number[] = [];
-      for (const { table, subjects, deltas, items } of batch.parts) {
+      for (const { table, subjects, deltas, items } of parts) {
         const keyId = table.keyId ?? (await keyIdOf(tx, table));
         keyIds.push(keyId);
         // Rows as arrays through unnest: a constant-size statement however many rows.
@@ -810,6 +898,108 @@ export class MeterCounters implements Flushable {
       }
       return keyIds;
     });
+  }
+
+  /**
+   * A batch whose transaction failed with a data error (`isDataError`: Postgres refuses a value,
+   * e.g. a NUL character in a subject): a table whose key row is not stored yet first writes its
+   * key alone (a meter whose names are refused drops its rows with one line), then the rows are
+   * written in halves, split again where a half fails, until each refused row fails alone
+   * (`writeSplitting`). A refused row is dropped and logged once, with its meter and a hash of
+   * its subject, never the subject itself; every other row is written. Should anything else go
+   * wrong meanwhile (the store becomes unreachable), the rows not yet written are kept for the
+   * next flush and the error is thrown. Every part is settled either way.
+   */
+  private async isolate(batch: FlushBatch, logger: Logger): Promise<void> {
+    const parts = batch.parts;
+    const outcomes = parts.map((part) => new Uint8Array(part.subjects.length));
+    let failure: unknown = null;
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i] as FlushPart;
+        const table = part.table;
+        if (table.keyId !== null) continue;
+        try {
+          table.keyId = await this.db.transaction((tx) => keyIdOf(tx, table));
+        } catch (error) {
+          if (!isDataError(error)) throw error;
+          (outcomes[i] as Uint8Array).fill(ROW_REFUSED);
+          logger.error("meter refused by the store; its unwritten counts are dropped", {
+            tenant: table.tenant,
+            site: table.site,
+            meter: table.meter,
+            period: table.period,
+            rows: part.subjects.length,
+            code: sqlStateOf(error),
+          });
+        }
+      }
+      // The rows left, numbered across parts: part `live[j]` holds rows [starts[j], starts[j + 1]).
+      const live: number[] = [];
+      const starts: number[] = [0];
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i] as FlushPart;
+        if (part.table.keyId === null || part.subjects.length === 0) continue;
+        live.push(i);
+        starts.push((starts[starts.length - 1] as number) + part.subjects.length);
+      }
+      const total = starts[starts.length - 1] as number;
+      const flat = new Uint8Array(total);
+      const rowAt = (row: number): [FlushPart, number] => {
+        let j = 0;
+        while ((starts[j + 1] as number) <= row) j++;
+        return [parts[live[j] as number] as FlushPart, row - (starts[j] as number)];
+      };
+      try {
+        await writeSplitting(
+          flat,
+          0,
+          total,
+          async (start, end) => {
+            const pieces: FlushPart[] = [];
+            for (let j = 0; j < live.length; j++) {
+              const from = Math.max(start, starts[j] as number) - (starts[j] as number);
+              const to = Math.min(end, starts[j + 1] as number) - (starts[j] as number);
+              if (from >= to) continue;
+              const part = parts[live[j] as number] as FlushPart;
+              const seen = part.table.seenKind;
+              pieces.push({
+                table: part.table,
+                subjects: part.subjects.slice(from, to),
+                deltas: seen ? [] : part.deltas.slice(from, to),
+                items: seen ? part.items.slice(from, to) : [],
+                entries: null,
+              });
+            }
+            await this.write(pieces);
+          },
+          (row, error) => {
+            const [part, r] = rowAt(row);
+            const { tenant, site, meter, period, seenKind } = part.table;
+            logger.error("meter row refused by the store; dropped", {
+              tenant,
+              site,
+              meter,
+              period,
+              subjectHash: hashForLog(part.subjects[r] as string),
+              ...(seenKind ? { itemHash: hashForLog(part.items[r] as string) } : { delta: part.deltas[r] }),
+              code: sqlStateOf(error),
+            });
+          },
+        );
+      } finally {
+        for (let j = 0; j < live.length; j++) {
+          (outcomes[live[j] as number] as Uint8Array).set(flat.subarray(starts[j] as number, starts[j + 1] as number));
+        }
+      }
+    } catch (error) {
+      failure = error;
+    }
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i] as FlushPart;
+      part.table.settleRows(outcomes[i] as Uint8Array, part.entries, this.present);
+    }
+    if (failure !== null) throw failure;
   }
 
   private async loadMany(keys: string[]): Promise<Map<string, Loaded>> {

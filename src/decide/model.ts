@@ -1,4 +1,6 @@
 import { t } from "elysia";
+import { isStorableText } from "../core/text";
+import { unstorableText } from "../http/json-shape";
 
 /** POST /v1/decide body. Unknown members are accepted (v1 changes only additively). */
 export const DecideBody = t.Object({
@@ -20,3 +22,13 @@ export const DecideBody = t.Object({
 });
 
 export type DecideInput = typeof DecideBody.static;
+
+/**
+ * Refuses (422) a subject Postgres could not store: the only members of a decide body that reach
+ * storage (as meter subjects). The keyed route checks just these rather than walking the whole
+ * body on the hot path; Elysia routes check every string of every body (`jsonBody`).
+ */
+export function checkSubjects(input: DecideInput): void {
+  if (input.userId !== undefined && !isStorableText(input.userId)) throw unstorableText("/userId");
+  if (input.deviceId !== undefined && !isStorableText(input.deviceId)) throw unstorableText("/deviceId");
+}

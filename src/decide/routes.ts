@@ -6,7 +6,7 @@ import { errorResponseOf, validationError } from "../http/error-envelope";
 import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
-import { DecideBody, type DecideInput } from "./model";
+import { checkSubjects, DecideBody, type DecideInput } from "./model";
 import { decideDepsOf, decideJson, takeRate } from "./service";
 
 /**
@@ -64,6 +64,7 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       }
       if (!schema.Check(body)) throw validationError(schema.Errors(body));
       const input = body as DecideInput;
+      checkSubjects(input);
       const now = deps.now();
       takeRate(deps.keyedDecideRate, apiKey.id, now);
       let document = site.live as CompiledSite;

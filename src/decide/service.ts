@@ -4,6 +4,7 @@ import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../cor
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
+import { withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
 import type { UserFactsCache } from "../users/facts-cache";
@@ -15,6 +16,8 @@ export interface DecideDeps {
   readonly userFacts: UserFactsCache;
   /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR) as a JSON string, built once. */
   readonly exposureSchemaJson: string;
+  /** How long a request waits for each round of store reads before it answers 503. */
+  readonly readDeadlineMs: number;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
@@ -23,6 +26,7 @@ export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">
     meters: deps.meters,
     userFacts: deps.userFacts,
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
+    readDeadlineMs: deps.config.readDeadlineMs,
   };
 }
 
@@ -37,6 +41,8 @@ export interface DecideRequest {
   readonly grants?: FactSnapshot["grants"];
   /** The request carried a session cookie but no usable access cookie. */
   readonly accessMissing?: boolean;
+  /** `org.*` facts from the access cookie (browser routes); absent: unavailable (keyed route). */
+  readonly org?: FactSnapshot["org"];
   readonly now: number;
 }
 
@@ -111,7 +117,8 @@ const READ_ROUNDS = 3;
  * batch's deduplicated meter ticks once every feature has resolved, in the same synchronous run
  * as the evaluation (so the subject slots it found are still the subject's). It awaits the store
  * only for a user or meter values not yet held in memory, and is synchronous (no promise at all)
- * when everything is held, as on the hot path.
+ * when everything is held, as on the hot path. Each wait has the read deadline: past it the
+ * request rejects with 503 and neither evaluates nor ticks, whenever the reads end.
  */
 export function evaluateRequest(
   deps: DecideDeps,
@@ -121,7 +128,9 @@ export function evaluateRequest(
   if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects);
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
   if (found instanceof Promise) {
-    return found.then((facts) => withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects));
+    return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects),
+    );
   }
   return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects);
 }
@@ -176,7 +185,10 @@ function withFacts(
   if (misses !== null) {
     const read = held as MeterSlot[];
     const who = subject as string;
-    return Promise.all(misses).then(() => afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1));
+    const ms = deps.readDeadlineMs;
+    return withinDeadline(Promise.all(misses), ms).then(() =>
+      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms),
+    );
   }
   return evaluateHeld(req, traits, grants, subject, held, found, effects);
 }
@@ -193,6 +205,7 @@ function afterReads(
   held: MeterSlot[],
   effects: boolean,
   rounds: number,
+  deadlineMs: number,
 ): BatchResult | Promise<BatchResult> {
   const found = new Array<number>(held.length);
   let misses: Promise<void>[] | null = null;
@@ -205,7 +218,9 @@ function afterReads(
     else misses.push(table.load(subject));
   }
   if (misses !== null) {
-    return Promise.all(misses).then(() => afterReads(req, traits, grants, subject, held, effects, rounds - 1));
+    return withinDeadline(Promise.all(misses), deadlineMs).then(() =>
+      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs),
+    );
   }
   return evaluateHeld(req, traits, grants, subject, held, found, effects);
 }
@@ -246,6 +261,7 @@ function evaluateHeld(
     articleId,
     grants,
     user: traits,
+    org: req.org ?? null,
     context: input.context ?? EMPTY_OBJECT,
     streaming: EMPTY_OBJECT,
     external: EMPTY_OBJECT,

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { AppError, errorResponse } from "./errors";
+import { checkJsonShape } from "./json-shape";
 
 const tooLarge = () => new AppError("payload_too_large", "The request body is too large.");
 
@@ -82,11 +83,21 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 
 /**
  * Strict JSON bodies for every route: a malformed body is a 400 (never silently read as a
- * string), and a chunked body over the limit is a 413 in the envelope.
+ * string), a body of another media type is a 400 (never parsed as a form or text, which no
+ * route's schema expects), a chunked body over the limit is a 413, a body nested deeper than
+ * MAX_JSON_DEPTH is a 400 and one holding text Postgres cannot store is a 422, all in the
+ * envelope and before any schema check runs.
  */
 export function jsonBody(maxBytes: number) {
-  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, ({ request, contentType }) => {
-    if (!contentType?.startsWith("application/json")) return;
-    return readJsonBody(request, maxBytes);
+  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request, contentType }) => {
+    if (!contentType?.startsWith("application/json")) {
+      // No body at all (a preflight, a DELETE): nothing to refuse.
+      const length = request.headers.get("content-length");
+      if (length === null ? !request.headers.has("transfer-encoding") : length === "0") return;
+      throw new AppError("bad_request", "Request bodies must be JSON (content-type: application/json).");
+    }
+    const body = await readJsonBody(request, maxBytes);
+    checkJsonShape(body);
+    return body;
   });
 }

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Logger } from "../logger";
+import { StoreUnavailable, storeUnavailableOf } from "./deadline";
 import { AppError, errorBody, statusOf } from "./errors";
 
 export interface ValueIssue {
@@ -33,8 +34,36 @@ export function appErrorResponse(error: AppError): Response {
   return json(statusOf(error), errorBody(error.code, error.message, error.details), error.headers);
 }
 
-/** An unexpected failure: logged with a request id, answered 500 without internals. */
+/** When each logger last warned of the store, and how many warnings it left out since. */
+const storeWarnings = new WeakMap<Logger, { at: number; unlogged: number }>();
+
+/**
+ * A store outage: 503 with Retry-After, and a warning (at most one a second per logger, so an
+ * outage under load does not flood the log) naming the reason, never the query or the URL.
+ */
+export function storeUnavailableResponse(logger: Logger, request: Request, error: StoreUnavailable): Response {
+  const now = Date.now();
+  const last = storeWarnings.get(logger);
+  if (last !== undefined && now - last.at < 1000) last.unlogged += 1;
+  else {
+    logger.warn("store unavailable", {
+      reason: error.reason,
+      method: request.method,
+      path: new URL(request.url).pathname,
+      unlogged: last?.unlogged ?? 0,
+    });
+    storeWarnings.set(logger, { at: now, unlogged: 0 });
+  }
+  return appErrorResponse(error);
+}
+
+/**
+ * An unexpected failure: logged with a request id, answered 500 without internals; a
+ * connection-class store error is an outage instead (503 with Retry-After).
+ */
 export function unexpectedErrorResponse(logger: Logger, request: Request, error: unknown): Response {
+  const unavailable = storeUnavailableOf(error);
+  if (unavailable !== null) return storeUnavailableResponse(logger, request, unavailable);
   const requestId = crypto.randomUUID();
   logger.error("unexpected error", {
     requestId,
@@ -48,6 +77,7 @@ export function unexpectedErrorResponse(logger: Logger, request: Request, error:
 
 /** Any failure of a route handled outside Elysia (the native decide route) as the envelope. */
 export function errorResponseOf(logger: Logger, request: Request, error: unknown): Response {
+  if (error instanceof StoreUnavailable) return storeUnavailableResponse(logger, request, error);
   return error instanceof AppError ? appErrorResponse(error) : unexpectedErrorResponse(logger, request, error);
 }
 
@@ -60,6 +90,7 @@ export function errorEnvelope(logger: Logger) {
     // Elysia wraps what a body parser throws in its PARSE error: unwrap ours.
     const cause = (error as { cause?: unknown }).cause;
     if (code === "PARSE" && cause instanceof AppError) return appErrorResponse(cause);
+    if (error instanceof StoreUnavailable) return storeUnavailableResponse(logger, request, error);
     if (error instanceof AppError) return appErrorResponse(error);
     switch (code) {
       case "VALIDATION":

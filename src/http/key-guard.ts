@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import type { ApiKey, KeyService } from "../keys/service";
 import type { SiteRegistry, SiteState } from "../sites/registry";
 import { AppError } from "./errors";
@@ -76,12 +75,4 @@ function admit(
   if (options.permission && !apiKey.permissions.includes(options.permission)) throw lacksPermission(options.permission);
   deps.keys.recordUse(apiKey, now);
   return { apiKey, site };
-}
-
-/**
- * A `/v1` route group whose every route takes an API key. The guard runs as a derive, before
- * body validation, so an unauthenticated caller learns nothing about the body schema.
- */
-export function keyedRoutes(deps: KeyGuardDeps, options: KeyGuardOptions = {}) {
-  return new Elysia({ prefix: "/v1" }).derive(({ request }) => authenticateKeyed(deps, request, options));
 }

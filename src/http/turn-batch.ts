@@ -8,7 +8,7 @@
  * and run together after the turn's reads (`setImmediate` runs once the turn's I/O callbacks are
  * done; a microtask would run after each request, which batches nothing), the same code runs
  * warm: under the bench's saturation load keyed decide answered about 1.4 times the requests per
- * second in alternating scratch runs, less in the full bench run (README, Performance).
+ * second in alternating scratch runs, less in the full bench run (docs/performance.md).
  *
  * When: a turn queues its requests after the first only if the turn before it had at least
  * `BUSY_TURN` requests. At a moderate rate (most turns one request, a few more after a pause)

@@ -8,6 +8,8 @@ export interface AccessClaims {
   readonly grants: readonly string[];
   /** organization id -> role */
   readonly orgs: Readonly<Record<string, string>>;
+  /** The session's active organization (one the user holds a seat in), or null/absent for none. */
+  readonly activeOrg?: { readonly id: string; readonly slug: string } | null;
 }
 
 /** How long an access cookie lives: the bound on revocation staleness. */
@@ -30,7 +32,13 @@ export class AccessTokens {
     const iat = Math.floor(nowMs / 1000);
     const exp = Math.min(iat + ACCESS_TTL_SECONDS, Math.floor(notAfterMs / 1000));
     const token = await this.tokens.sign(
-      { sid: claims.sessionId, tid: claims.tenantId, grants: [...claims.grants], orgs: claims.orgs },
+      {
+        sid: claims.sessionId,
+        tid: claims.tenantId,
+        grants: [...claims.grants],
+        orgs: claims.orgs,
+        ...(claims.activeOrg ? { ao: { id: claims.activeOrg.id, slug: claims.activeOrg.slug } } : {}),
+      },
       claims.userId,
       iat,
       exp,
@@ -48,6 +56,11 @@ export class AccessTokens {
       ? payload.grants.filter((g): g is string => typeof g === "string")
       : [];
     const orgs = payload.orgs && typeof payload.orgs === "object" ? (payload.orgs as Record<string, string>) : {};
-    return { userId: payload.sub, sessionId: payload.sid, tenantId, grants, orgs };
+    const ao = payload.ao as { id?: unknown; slug?: unknown } | undefined;
+    const activeOrg =
+      ao && typeof ao === "object" && typeof ao.id === "string" && typeof ao.slug === "string"
+        ? { id: ao.id, slug: ao.slug }
+        : null;
+    return { userId: payload.sub, sessionId: payload.sid, tenantId, grants, orgs, activeOrg };
   }
 }

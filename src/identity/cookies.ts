@@ -1,10 +1,18 @@
+import type { Cookie } from "elysia";
+
 export const SESSION_COOKIE = "svc.session_token";
 export const ACCESS_COOKIE = "svc.access";
 /** Set after a failed automatic exchange: that browser is not tried again until it expires. */
 export const EXCHANGE_PAUSE_COOKIE = "svc.exchange_pause";
 export const EXCHANGE_PAUSE_SECONDS = 300;
 
-/** Reads one cookie from a Cookie header without building a map of all of them. */
+/**
+ * Reads one cookie from a Cookie header without building a map of all of them. Kept beside
+ * Elysia's `cookie` for reading: the access cookie is read on `/svc/v1/decide`, where parsing
+ * the whole header into Elysia's jar is a cost per decision, and the jar turns a value that looks
+ * like JSON (an upstream cookie starting with `{` or `[`) into an object, where the credential
+ * must stay the string the browser sent.
+ */
 export function readCookie(header: string | null, name: string): string | null {
   if (!header) return null;
   let start = 0;
@@ -25,37 +33,29 @@ export function readCookie(header: string | null, name: string): string | null {
   return null;
 }
 
-export interface CookieOptions {
-  maxAgeSeconds: number;
-  httpOnly?: boolean;
-}
+/** Elysia's cookie jar of a request (`cookie` in the handler's context). */
+export type CookieJar = Record<string, Cookie<unknown>>;
 
-/** A host-only cookie for the whole tenant: Path=/, Secure, SameSite=Lax, HttpOnly by default. */
-export function serializeCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [
-    `${name}=${encodeURIComponent(value)}`,
-    "Path=/",
-    `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`,
-  ];
-  if (options.maxAgeSeconds <= 0) parts.push("Expires=Thu, 01 Jan 1970 00:00:00 GMT");
-  if (options.httpOnly !== false) parts.push("HttpOnly");
-  parts.push("Secure", "SameSite=Lax");
-  return parts.join("; ");
+/**
+ * Sets a host-only cookie for the whole tenant through Elysia's jar: no Domain, `Path=/`,
+ * `HttpOnly`, `Secure`, `SameSite=Lax`, `Max-Age` in whole seconds (never negative); a cookie
+ * set to expire also carries `Expires` in 1970. `Cookie.set` is used rather than `remove()`,
+ * which writes nothing when the request did not send the cookie: an expiry is always sent.
+ */
+export function setCookie(jar: CookieJar, name: string, value: string, maxAgeSeconds: number): void {
+  const maxAge = Math.max(0, Math.floor(maxAgeSeconds));
+  jar[name]!.set({
+    value,
+    path: "/",
+    maxAge,
+    ...(maxAge === 0 ? { expires: new Date(0) } : {}),
+    httpOnly: true,
+    secure: true,
+    sameSite: "lax",
+  });
 }
 
 /** Expires a cookie on the host the request reached (no Domain: a parent-domain cookie survives). */
-export function expireCookie(name: string): string {
-  return serializeCookie(name, "", { maxAgeSeconds: 0 });
-}
-
-/** A JSON response carrying several Set-Cookie headers (one header line each). */
-export function jsonWithCookies(
-  body: unknown,
-  cookies: readonly string[],
-  headers: Record<string, string> = {},
-  status = 200,
-): Response {
-  const out = new Headers({ "content-type": "application/json", ...headers });
-  for (const c of cookies) out.append("set-cookie", c);
-  return new Response(JSON.stringify(body), { status, headers: out });
+export function expireCookie(jar: CookieJar, name: string): void {
+  setCookie(jar, name, "", 0);
 }

@@ -1,11 +1,24 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
+import { corsPolicy } from "../http/cors";
+import { credentials } from "../http/credentials";
+import { AppError } from "../http/errors";
 import type { Mount } from "../http/mounts";
-import { SITE_HEADER, selectedSite } from "../http/site";
-import { jsonWithCookies } from "./cookies";
+import { selectedSite } from "../http/site";
+import {
+  ACCESS_COOKIE,
+  type CookieJar,
+  EXCHANGE_PAUSE_COOKIE,
+  EXCHANGE_PAUSE_SECONDS,
+  expireCookie,
+  SESSION_COOKIE,
+  setCookie,
+} from "./cookies";
 import { magicLinkPage } from "./interstitial";
+import { trustedLinkOrigin } from "./link-origin";
 import { ConsumeBody, ExchangeBody, MagicLinkBody, MagicLinkPageQuery, UserDetailsBody } from "./model";
 import {
+  checkCallbackUrl,
   consumeMagicLink,
   exchangeSession,
   getSession,
@@ -15,22 +28,48 @@ import {
   updateUserDetails,
 } from "./service";
 
-const reply = (r: IdentityReply) => jsonWithCookies(r.body, r.cookies, r.headers);
+/**
+ * Sends an identity reply: its cookies through Elysia's jar (session, access token, expiries,
+ * pause: one Set-Cookie each), its headers, and its body as JSON.
+ */
+function send(
+  { cookie, set }: { cookie: CookieJar; set: { headers: Record<string, unknown> } },
+  r: IdentityReply,
+): unknown {
+  if (r.session) setCookie(cookie, SESSION_COOKIE, r.session.token, r.session.maxAgeSeconds);
+  if (r.access) setCookie(cookie, ACCESS_COOKIE, r.access.token, r.access.maxAgeSeconds);
+  for (const name of r.expire) expireCookie(cookie, name);
+  if (r.pauseExchange) setCookie(cookie, EXCHANGE_PAUSE_COOKIE, "1", EXCHANGE_PAUSE_SECONDS);
+  Object.assign(set.headers, r.headers);
+  // As these routes always answered (Elysia's own default adds `;charset=utf-8`).
+  set.headers["content-type"] = "application/json";
+  return r.body;
+}
+
+/** The caller's peer address (per-client limits); "unknown" when the server cannot tell (in-process). */
+function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
+  return server?.requestIP(request)?.address ?? "unknown";
+}
 
 /** The identity routes of one mount (`/v1` or `/svc/v1`): sessions, magic links, profile, exchange. */
 export function identityRoutes(deps: Deps, prefix: Mount) {
   const id = deps.identityDeps;
   const site = (request: Request, fallback?: string | null) => selectedSite(deps.registry, request, fallback);
   return new Elysia({ prefix })
+    .use(corsPolicy)
+    .use(credentials(deps))
     .post(
       "/id/sign-in/magic-link",
-      async ({ request, body }) => {
-        const origin = deps.config.publicUrl ?? new URL(request.url).origin;
+      async ({ request, body, server }) => {
+        const selected = site(request);
         return signInWithMagicLink(id, {
-          site: site(request),
+          site: selected,
           email: body.email,
           callbackURL: body.callbackURL,
-          linkBase: origin + prefix,
+          // The link keeps the mount the request used; its origin is one the tenant trusts.
+          linkBase: () =>
+            trustedLinkOrigin(deps.registry, deps.config.publicUrl, selected.tenantId, request.url) + prefix,
+          client: clientOf(server, request),
         });
       },
       { body: MagicLinkBody },
@@ -39,7 +78,7 @@ export function identityRoutes(deps: Deps, prefix: Mount) {
       "/id/magic-link",
       ({ request, query }) => {
         // A navigation from an email: the site comes from the link (no header possible).
-        site(request, query.site);
+        checkCallbackUrl(site(request, query.site), query.callbackURL);
         return new Response(
           magicLinkPage({ prefix, site: query.site, token: query.token, callbackURL: query.callbackURL }),
           {
@@ -56,23 +95,38 @@ export function identityRoutes(deps: Deps, prefix: Mount) {
     )
     .post(
       "/id/magic-link/consume",
-      async ({ request, body }) =>
-        reply(await consumeMagicLink(id, { site: site(request), token: body.token, callbackURL: body.callbackURL })),
+      async ({ request, body, cookie, set }) =>
+        send(
+          { cookie, set },
+          await consumeMagicLink(id, { site: site(request), token: body.token, callbackURL: body.callbackURL }),
+        ),
       { body: ConsumeBody },
     )
-    .get("/id/get-session", async ({ request }) => reply(await getSession(id, site(request), request.headers)))
-    .post("/id/sign-out", async ({ request }) => reply(await signOut(id, site(request), request.headers)))
-    .patch("/id/user-details", ({ request, body }) => updateUserDetails(id, site(request), request.headers, body), {
+    .get(
+      "/id/get-session",
+      async (ctx) => send(ctx, await getSession(id, ctx.site, ctx.request.headers, ctx.presented)),
+      { optionalSession: true },
+    )
+    .post("/id/sign-out", async (ctx) => send(ctx, await signOut(id, ctx.site, ctx.presented.found)), {
+      optionalSession: true,
+    })
+    .patch("/id/user-details", (ctx) => updateUserDetails(id, ctx.site, ctx.user, ctx.body), {
       body: UserDetailsBody,
+      session: "identity",
     })
-    .get("/id/traits", ({ request, set }) => {
-      set.headers["access-control-allow-origin"] = "*";
-      set.headers.vary = SITE_HEADER;
-      return { traits: site(request).live?.document.traits ?? {} };
-    })
+    .get("/id/traits", ({ request }) => ({ traits: site(request).live?.document.traits ?? {} }), { cors: "public" })
     .post(
       "/id/session/exchange",
-      async ({ request, body }) => reply(await exchangeSession(id, site(request), request.headers, body)),
+      async ({ request, body, cookie, set }) => {
+        // The body is optional, but when sent it is an object (Elysia skips the check of an
+        // optional body that is not a non-empty object).
+        if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body))) {
+          throw new AppError("validation_failed", "The request failed validation.", [
+            { path: "/", message: "Expected object" },
+          ]);
+        }
+        return send({ cookie, set }, await exchangeSession(id, site(request), request.headers, body));
+      },
       { body: ExchangeBody },
     );
 }

@@ -6,15 +6,8 @@ import type { Outbox } from "../mail/outbox";
 import type { SiteState } from "../sites/registry";
 import type { UserRow, UserStore } from "../users/store";
 import { ACCESS_TTL_SECONDS, type AccessTokens } from "./access-token";
-import {
-  ACCESS_COOKIE,
-  EXCHANGE_PAUSE_COOKIE,
-  EXCHANGE_PAUSE_SECONDS,
-  expireCookie,
-  readCookie,
-  SESSION_COOKIE,
-  serializeCookie,
-} from "./cookies";
+import { ACCESS_COOKIE, EXCHANGE_PAUSE_COOKIE, readCookie, SESSION_COOKIE } from "./cookies";
+import { type SignInMailLimits, signInMailLimitsOf, tooManySignInMails } from "./mail-limits";
 import type { IdentityStore, SessionRow } from "./store";
 import { mergeTraits, validateTraits } from "./traits";
 import type { IdentityProvider, UpstreamFailure, UpstreamVerifier } from "./upstream";
@@ -34,7 +27,23 @@ export interface IdentityDeps {
   readonly now: () => number;
   /** The tenant's identity provider, or null when none is connected. */
   readonly identityProvider: (tenantId: string) => IdentityProvider | null;
+  /** Sign-in mail limits; by default one set per deps with SIGN_IN_MAIL_LIMITS (mail-limits.ts). */
+  readonly signInMail?: SignInMailLimits;
+  /** The user's organization roles and the session's active organization, for the access cookie. */
+  readonly organizationClaims?: (
+    tenantId: string,
+    userId: string,
+    activeOrganizationId: string | null,
+  ) => Promise<OrgClaims>;
 }
+
+/** What the access cookie carries about organizations (src/orgs fills it). */
+export interface OrgClaims {
+  readonly orgs: Readonly<Record<string, string>>;
+  readonly activeOrg: { readonly id: string; readonly slug: string } | null;
+}
+
+const NO_ORGS: OrgClaims = Object.freeze({ orgs: Object.freeze({}), activeOrg: null });
 
 export interface UserJson {
   id: string;
@@ -52,10 +61,26 @@ export interface SessionJson {
   expiresAt: string;
 }
 
-/** What a route sends: a body plus the cookies and headers it sets. */
+/** A signed access token (the `svc.access` cookie's value) and how long it lives. */
+export interface AccessGrant {
+  readonly token: string;
+  readonly maxAgeSeconds: number;
+}
+
+/**
+ * What an identity operation hands the browser, as values; the route sets the cookies
+ * (identity/routes.ts), in this order: the session, the access token, the expiries, the pause.
+ */
 export interface IdentityReply {
   body: unknown;
-  cookies: string[];
+  /** A session token to (re)send as `svc.session_token`, with its remaining life; null: none. */
+  session: { token: string; maxAgeSeconds: number } | null;
+  /** A fresh access token for `svc.access`; null: none. */
+  access: AccessGrant | null;
+  /** Cookies the browser must drop (a dead session's, the upstream login's, a lifted pause). */
+  expire: string[];
+  /** A failed automatic exchange: pause that browser's exchanges for EXCHANGE_PAUSE_SECONDS. */
+  pauseExchange: boolean;
   headers: Record<string, string>;
 }
 
@@ -92,44 +117,62 @@ export function assertNotExternalOnly(site: SiteState): void {
   if (identitySettings(site).mode === "external_only") throw notOnThisSite();
 }
 
-/** A relative path, or an absolute URL on one of the site's allowed origins. */
+const callbackRefused = () =>
+  new AppError(
+    "bad_request",
+    "callbackURL must be a path on this site (one leading slash, no backslashes or control characters) " +
+      "or an http(s) URL on one of the site's allowed origins.",
+  );
+
+/** Backslashes and control characters (C0, DEL, C1): browsers drop or rewrite them in URLs. */
+function hasUnsafeUrlCharacter(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x5c) return true;
+  }
+  return false;
+}
+
+/** Stands for the site's own origin when a path is resolved: a path must stay on it. */
+const SAME_SITE = "https://same-site.invalid";
+
+/**
+ * A same-site path, or an absolute http(s) URL on one of the site's allowed origins; anything
+ * else is 400. Both forms are parsed with `URL` and judged by the origin they resolve to, after
+ * refusing what browsers read differently from parsers: backslashes (`/\evil.example` is
+ * `//evil.example` to a browser), control characters (tab, CR and LF are dropped, so
+ * `/\t/evil.example` becomes protocol-relative), protocol-relative `//host` and credentials.
+ */
 export function checkCallbackUrl(site: SiteState, callbackURL: string | undefined): void {
   if (callbackURL === undefined) return;
-  if (callbackURL.startsWith("/") && !callbackURL.startsWith("//")) return;
-  let origin: string;
-  try {
-    origin = new URL(callbackURL).origin;
-  } catch {
-    throw new AppError("bad_request", "callbackURL must be a path or a URL on one of the site's allowed origins.");
+  if (hasUnsafeUrlCharacter(callbackURL)) throw callbackRefused();
+  if (callbackURL.startsWith("/")) {
+    if (callbackURL.startsWith("//")) throw callbackRefused();
+    const resolved = URL.parse(callbackURL, SAME_SITE);
+    if (resolved === null || resolved.origin !== SAME_SITE) throw callbackRefused();
+    return;
   }
-  if (!identitySettings(site).allowedOrigins.has(origin)) {
-    throw new AppError("bad_request", "callbackURL must be a path or a URL on one of the site's allowed origins.");
-  }
+  const url = URL.parse(callbackURL);
+  if (url === null || (url.protocol !== "https:" && url.protocol !== "http:")) throw callbackRefused();
+  if (url.username !== "" || url.password !== "") throw callbackRefused();
+  if (!identitySettings(site).allowedOrigins.has(url.origin)) throw callbackRefused();
 }
 
 const newToken = () => randomBytes(32).toString("base64url");
 
-/** Cookies for a session and its access token. */
-async function sessionCookies(
-  deps: IdentityDeps,
-  tenantId: string,
-  session: SessionRow,
-  token: string | null,
-): Promise<string[]> {
-  const cookies: string[] = [];
-  if (token !== null) {
-    cookies.push(
-      serializeCookie(SESSION_COOKIE, token, { maxAgeSeconds: (session.expiresAt.getTime() - deps.now()) / 1000 }),
-    );
-  }
-  cookies.push(await accessCookie(deps, tenantId, session));
-  return cookies;
+/** The session token to send (when there is one) with its remaining life. */
+function sessionToken(deps: IdentityDeps, session: SessionRow, token: string | null): IdentityReply["session"] {
+  if (token === null) return null;
+  return { token, maxAgeSeconds: (session.expiresAt.getTime() - deps.now()) / 1000 };
 }
 
-/** A fresh `svc.access` cookie: user, session, held grants, organization roles. */
-async function accessCookie(deps: IdentityDeps, tenantId: string, session: SessionRow): Promise<string> {
+/** A fresh access token for `svc.access`: user, session, held grants, organization roles. */
+export async function accessGrant(deps: IdentityDeps, tenantId: string, session: SessionRow): Promise<AccessGrant> {
   const now = deps.now();
-  const held = await deps.users.listGrants(tenantId, session.userId);
+  const [held, org] = await Promise.all([
+    deps.users.listGrants(tenantId, session.userId),
+    deps.organizationClaims?.(tenantId, session.userId, session.activeOrganizationId) ?? NO_ORGS,
+  ]);
   let notAfter = session.expiresAt.getTime();
   const grants: string[] = [];
   for (const g of held) {
@@ -139,11 +182,11 @@ async function accessCookie(deps: IdentityDeps, tenantId: string, session: Sessi
     if (expiry !== null && expiry < notAfter) notAfter = expiry;
   }
   const { token, maxAgeSeconds } = await deps.accessTokens.mint(
-    { userId: session.userId, sessionId: session.id, tenantId, grants, orgs: {} },
+    { userId: session.userId, sessionId: session.id, tenantId, grants, orgs: org.orgs, activeOrg: org.activeOrg },
     now,
     notAfter,
   );
-  return serializeCookie(ACCESS_COOKIE, token, { maxAgeSeconds: Math.min(maxAgeSeconds, ACCESS_TTL_SECONDS) });
+  return { token, maxAgeSeconds: Math.min(maxAgeSeconds, ACCESS_TTL_SECONDS) };
 }
 
 /** Mints a session for a user: the sign-in reply (body, cookies, `set-auth-token`). */
@@ -162,7 +205,10 @@ async function startSession(
   );
   return {
     body: { user: userJson(user), session: sessionJson(session), ...extra },
-    cookies: await sessionCookies(deps, tenantId, session, token),
+    session: sessionToken(deps, session, token),
+    access: await accessGrant(deps, tenantId, session),
+    expire: [],
+    pauseExchange: false,
     headers: { "set-auth-token": token },
   };
 }
@@ -185,21 +231,75 @@ export function presentedSessionToken(headers: Headers): string | null {
 const keyOnSessionRoute = () =>
   new AppError("unauthorized", "API keys are not accepted on this route; it takes a user session.");
 
-/** The live session a request carries, or null. */
-export async function currentSession(deps: IdentityDeps, tenantId: string, headers: Headers) {
-  const token = presentedSessionToken(headers);
-  if (!token || token.length > 512) return null;
-  return deps.identity.sessionByToken(tenantId, hashSecret(token), new Date(deps.now()));
+/** Whether a request presents an API key (`x-api-key`, or a bearer that is an `svc_` key). */
+export function presentsApiKey(headers: Headers): boolean {
+  if (headers.get("x-api-key") !== null) return true;
+  const auth = headers.get("authorization");
+  return auth !== null && auth.slice(0, 7).toLowerCase() === "bearer " && auth.slice(7).trim().startsWith("svc_");
 }
 
+/**
+ * Browser routes (`/svc/v1/decide`, the forward route) take the signed access cookie; an API
+ * key there is refused (401), never ignored, as on the session routes.
+ */
+export function refuseApiKeyOnBrowserRoute(headers: Headers): void {
+  if (presentsApiKey(headers)) {
+    throw new AppError(
+      "unauthorized",
+      "API keys are not accepted on this route; it takes the browser's signed access cookie.",
+    );
+  }
+}
+
+/** The live session a request carries, or null. */
+export async function currentSession(deps: IdentityDeps, tenantId: string, headers: Headers) {
+  return (await presentedSession(deps, tenantId, headers)).found;
+}
+
+/** What a request presents as a session: its token (null: none) and the live session it names. */
+export interface PresentedSession {
+  readonly token: string | null;
+  readonly found: Awaited<ReturnType<IdentityStore["sessionByToken"]>>;
+}
+
+/** The token a request presents and the live session it names (null when none, unknown or overlong). */
+export async function presentedSession(
+  deps: IdentityDeps,
+  tenantId: string,
+  headers: Headers,
+): Promise<PresentedSession> {
+  const token = presentedSessionToken(headers);
+  if (!token || token.length > 512) return { token, found: null };
+  return { token, found: await deps.identity.sessionByToken(tenantId, hashSecret(token), new Date(deps.now())) };
+}
+
+/**
+ * POST /v1/id/sign-in/magic-link. Refusals come before anything is spent or written: sign-in
+ * closed (404), callbackURL (400), an untrusted link origin (400, from `linkBase`), then the
+ * mail limits (429 with Retry-After). The answer is the same whether or not the address is a user.
+ */
 export async function signInWithMagicLink(
   deps: IdentityDeps,
-  input: { site: SiteState; email: string; callbackURL?: string; linkBase: string },
+  input: {
+    site: SiteState;
+    email: string;
+    callbackURL?: string;
+    /** The trusted origin plus the mount prefix; throws when the request's origin is not trusted. */
+    linkBase: () => string;
+    /** The caller's peer address, for the per-client limit. */
+    client: string;
+  },
 ): Promise<{ success: true }> {
   assertSignInOpen(input.site);
   checkCallbackUrl(input.site, input.callbackURL);
-  const token = newToken();
+  const linkBase = input.linkBase();
   const email = input.email.trim().toLowerCase();
+  const wait = signInMailLimitsOf(deps).take(
+    { tenantId: input.site.tenantId, siteId: input.site.id, address: email, client: input.client },
+    deps.now(),
+  );
+  if (wait > 0) throw tooManySignInMails(wait);
+  const token = newToken();
   await deps.identity.createMagicLink({
     tenantId: input.site.tenantId,
     siteId: input.site.id,
@@ -209,7 +309,7 @@ export async function signInWithMagicLink(
   });
   const query = new URLSearchParams({ token, site: input.site.id });
   if (input.callbackURL) query.set("callbackURL", input.callbackURL);
-  const link = `${input.linkBase}/id/magic-link?${query}`;
+  const link = `${linkBase}/id/magic-link?${query}`;
   await deps.outbox.enqueue({
     tenantId: input.site.tenantId,
     to: email,
@@ -233,26 +333,32 @@ export async function consumeMagicLink(
   return startSession(deps, input.site.tenantId, user);
 }
 
-const signedOut = (cookies: string[] = []): IdentityReply => ({
+const signedOut = (expire: string[] = [], pauseExchange = false): IdentityReply => ({
   body: { user: null, session: null },
-  cookies,
+  session: null,
+  access: null,
+  expire,
+  pauseExchange,
   headers: {},
 });
 
 /**
  * GET /v1/id/get-session: the current session with a fresh access cookie (sliding renewal);
- * in `dual` with no session, the automatic exchange of the upstream cookie. Never an error
- * for a failed exchange: two nulls, and that browser pauses for 5 minutes.
+ * in `dual` with no live session, the automatic exchange of the upstream cookie. A stale session
+ * cookie (revoked, expired) does not stop the exchange: its cookies are expired in the same
+ * answer, so a still-valid upstream login re-exchanges at once after `revoke-sessions`. Never an
+ * error for a failed exchange: two nulls, and that browser pauses for 5 minutes.
  */
-export async function getSession(deps: IdentityDeps, site: SiteState, headers: Headers): Promise<IdentityReply> {
+export async function getSession(
+  deps: IdentityDeps,
+  site: SiteState,
+  headers: Headers,
+  presented: PresentedSession,
+): Promise<IdentityReply> {
   const tenantId = site.tenantId;
-  const token = presentedSessionToken(headers);
+  const { token, found } = presented;
   if (token) {
-    const found =
-      token.length <= 512
-        ? await deps.identity.sessionByToken(tenantId, hashSecret(token), new Date(deps.now()))
-        : null;
-    if (!found) return signedOut([expireCookie(SESSION_COOKIE), expireCookie(ACCESS_COOKIE)]);
+    if (!found) return exchangeFromCookie(deps, site, headers, [SESSION_COOKIE, ACCESS_COOKIE]);
     let { session } = found;
     let renewedToken: string | null = null;
     if (session.expiresAt.getTime() - deps.now() < SESSION_TTL_MS - RENEW_AFTER_MS) {
@@ -263,56 +369,76 @@ export async function getSession(deps: IdentityDeps, site: SiteState, headers: H
     }
     return {
       body: { user: userJson(found.user), session: sessionJson(session) },
-      cookies: await sessionCookies(deps, tenantId, session, renewedToken),
+      session: sessionToken(deps, session, renewedToken),
+      access: await accessGrant(deps, tenantId, session),
+      expire: [],
+      pauseExchange: false,
       headers: {},
     };
   }
+  return exchangeFromCookie(deps, site, headers, []);
+}
+
+/**
+ * The automatic exchange of get-session: in `dual`, the upstream login's cookie (unless that
+ * browser is paused) for a new session. `stale` expires a dead session's cookies when no new
+ * session replaces them.
+ */
+async function exchangeFromCookie(
+  deps: IdentityDeps,
+  site: SiteState,
+  headers: Headers,
+  /** Names of a dead session's cookies, expired unless a new session replaces them. */
+  stale: string[],
+): Promise<IdentityReply> {
   const { mode, identity } = identitySettings(site);
   const credentialCookie = identity.upstream?.cookieNames?.[0];
-  if (mode !== "dual" || !credentialCookie) return signedOut();
+  if (mode !== "dual" || !credentialCookie) return signedOut(stale);
   const credential = readCookie(headers.get("cookie"), credentialCookie);
-  if (!credential) return signedOut();
-  if (readCookie(headers.get("cookie"), EXCHANGE_PAUSE_COOKIE) !== null) return signedOut();
+  if (!credential) return signedOut(stale);
+  if (readCookie(headers.get("cookie"), EXCHANGE_PAUSE_COOKIE) !== null) return signedOut(stale);
   const exchanged = await exchangeCredential(deps, site, credential);
-  if (!exchanged.ok) {
-    return signedOut([serializeCookie(EXCHANGE_PAUSE_COOKIE, "1", { maxAgeSeconds: EXCHANGE_PAUSE_SECONDS })]);
-  }
-  const reply = await startSession(deps, tenantId, exchanged.user, { exchanged: true });
-  for (const name of identity.upstream?.cookieNames ?? []) reply.cookies.push(expireCookie(name));
-  reply.cookies.push(expireCookie(EXCHANGE_PAUSE_COOKIE));
+  if (!exchanged.ok) return signedOut(stale, true);
+  // The new session's cookies replace the stale ones (same names), so those need no expiry.
+  const reply = await startSession(deps, site.tenantId, exchanged.user, { exchanged: true });
+  reply.expire.push(...(identity.upstream?.cookieNames ?? []), EXCHANGE_PAUSE_COOKIE);
   return reply;
 }
 
-export async function signOut(deps: IdentityDeps, site: SiteState, headers: Headers): Promise<IdentityReply> {
-  const found = await currentSession(deps, site.tenantId, headers);
+export async function signOut(
+  deps: IdentityDeps,
+  site: SiteState,
+  found: PresentedSession["found"],
+): Promise<IdentityReply> {
   if (found) await deps.identity.deleteSession(found.session.id);
   return {
     body: { success: true, logoutUrl: identitySettings(site).identity.upstream?.signOutUrl ?? null },
-    cookies: [expireCookie(SESSION_COOKIE), expireCookie(ACCESS_COOKIE)],
+    session: null,
+    access: null,
+    expire: [SESSION_COOKIE, ACCESS_COOKIE],
+    pauseExchange: false,
     headers: {},
   };
 }
 
+/** PATCH /v1/id/user-details, for the signed-in user (the route's `session` credential). */
 export async function updateUserDetails(
   deps: IdentityDeps,
   site: SiteState,
-  headers: Headers,
+  signedIn: UserRow,
   patch: { name?: string; firstName?: string | null; lastName?: string | null; userTraits?: Record<string, unknown> },
 ) {
-  assertNotExternalOnly(site);
-  const found = await currentSession(deps, site.tenantId, headers);
-  if (!found) throw signInRequired();
-  const stored = (found.user.traits ?? {}) as Record<string, unknown>;
+  const stored = (signedIn.traits ?? {}) as Record<string, unknown>;
   const merged = mergeTraits(stored, patch.userTraits ?? {});
   const checked = validateTraits(merged, site.live!.document.traits);
   if (!checked.ok) throw new AppError("validation_failed", "The request failed validation.", checked.issues);
-  const user = await deps.identity.updateProfile(found.user.id, {
+  const user = await deps.identity.updateProfile(signedIn.id, {
     ...(patch.name !== undefined ? { name: patch.name } : {}),
     ...(patch.firstName !== undefined ? { firstName: patch.firstName } : {}),
     ...(patch.lastName !== undefined ? { lastName: patch.lastName } : {}),
     traits: checked.traits,
   });
-  return { user: { ...userJson(user), userTraits: checked.traits } };
+  return { ...userJson(user), userTraits: checked.traits };
 }
 
 const credentialRefused = (code: string) => new AppError(code, "That credential was not accepted.", undefined, 401);

@@ -2,14 +2,22 @@ import { randomUUID } from "node:crypto";
 import { and, eq, gt, isNull, ne, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { identityConflicts, magicLinks, sessions, upstreamSubjects, users } from "../../db/schema";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
 import type { UserRow } from "../users/store";
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type MagicLinkRow = typeof magicLinks.$inferSelect;
 
-/** Postgres-backed sessions, magic links, upstream subject bindings and identity conflicts. */
+/**
+ * Postgres-backed sessions, magic links, upstream subject bindings and identity conflicts. The
+ * lookups requests await have a deadline (503 past it); writes have none, since a write past a
+ * deadline may still commit.
+ */
 export class IdentityStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,
+  ) {}
 
   async createSession(tenantId: string, userId: string, tokenHash: string, expiresAt: Date): Promise<SessionRow> {
     const [row] = await this.db
@@ -26,11 +34,15 @@ export class IdentityStore {
     tokenHash: string,
     now: Date,
   ): Promise<{ session: SessionRow; user: UserRow } | null> {
-    const [row] = await this.db
-      .select({ session: sessions, user: users })
-      .from(sessions)
-      .innerJoin(users, eq(users.id, sessions.userId))
-      .where(and(eq(sessions.tokenHash, tokenHash), eq(sessions.tenantId, tenantId), gt(sessions.expiresAt, now)));
+    const [row] = await withinDeadline(
+      this.db
+        .select({ session: sessions, user: users })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(and(eq(sessions.tokenHash, tokenHash), eq(sessions.tenantId, tenantId), gt(sessions.expiresAt, now)))
+        .execute(),
+      this.readDeadlineMs,
+    );
     return row ?? null;
   }
 
@@ -78,10 +90,14 @@ export class IdentityStore {
   }
 
   async userByEmail(tenantId: string, email: string): Promise<UserRow | undefined> {
-    const [row] = await this.db
-      .select()
-      .from(users)
-      .where(and(eq(users.tenantId, tenantId), eq(users.email, email.trim().toLowerCase())));
+    const [row] = await withinDeadline(
+      this.db
+        .select()
+        .from(users)
+        .where(and(eq(users.tenantId, tenantId), eq(users.email, email.trim().toLowerCase())))
+        .execute(),
+      this.readDeadlineMs,
+    );
     return row;
   }
 
@@ -102,11 +118,15 @@ export class IdentityStore {
   }
 
   async userBySubject(tenantId: string, subject: string): Promise<UserRow | undefined> {
-    const [row] = await this.db
-      .select({ user: users })
-      .from(upstreamSubjects)
-      .innerJoin(users, eq(users.id, upstreamSubjects.userId))
-      .where(and(eq(upstreamSubjects.tenantId, tenantId), eq(upstreamSubjects.subject, subject)));
+    const [row] = await withinDeadline(
+      this.db
+        .select({ user: users })
+        .from(upstreamSubjects)
+        .innerJoin(users, eq(users.id, upstreamSubjects.userId))
+        .where(and(eq(upstreamSubjects.tenantId, tenantId), eq(upstreamSubjects.subject, subject)))
+        .execute(),
+      this.readDeadlineMs,
+    );
     return row?.user;
   }
 
@@ -126,17 +146,21 @@ export class IdentityStore {
 
   /** Another live (not erased) user holding the address, if any. */
   async otherUserWithEmail(tenantId: string, email: string, userId: string): Promise<UserRow | undefined> {
-    const [row] = await this.db
-      .select()
-      .from(users)
-      .where(
-        and(
-          eq(users.tenantId, tenantId),
-          eq(users.email, email.trim().toLowerCase()),
-          ne(users.id, userId),
-          isNull(users.erasedAt),
-        ),
-      );
+    const [row] = await withinDeadline(
+      this.db
+        .select()
+        .from(users)
+        .where(
+          and(
+            eq(users.tenantId, tenantId),
+            eq(users.email, email.trim().toLowerCase()),
+            ne(users.id, userId),
+            isNull(users.erasedAt),
+          ),
+        )
+        .execute(),
+      this.readDeadlineMs,
+    );
     return row;
   }
 

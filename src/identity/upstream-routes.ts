@@ -1,12 +1,15 @@
+import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { keyedRoutes } from "../http/key-guard";
+import { credentials } from "../http/credentials";
 import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
 import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";
 
 /** POST /v1/id/upstream/*: the upstream system's pushes about its people (`/v1` only; a key of any of the tenant's sites). */
 export function upstreamPushRoutes(deps: Deps) {
   const id = deps.identityDeps;
-  return keyedRoutes(deps, { anySiteOfTenant: true })
+  return new Elysia({ prefix: "/v1" })
+    .use(credentials(deps))
+    .guard({ apiKey: { anySiteOfTenant: true } })
     .post("/id/upstream/revoke-sessions", ({ site, body }) => revokeSessions(id, site.tenantId, body), {
       body: RevokeSessionsBody,
     })

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ChangeFeed } from "../changes/change-feed";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import { generateKeyValue, hashSecret, keyPrefix } from "./key-value";
 import type { KeyRow, KeyStore } from "./store";
@@ -72,6 +73,8 @@ export class KeyService {
     private readonly store: KeyStore,
     private readonly usage: KeyUsage,
     private readonly changes: ChangeFeed,
+    /** How long a request waits for a key it does not hold before it answers 503. */
+    private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,
   ) {}
 
   async issue(
@@ -126,7 +129,7 @@ export class KeyService {
 
   /**
    * The active key for a presented value, or null when unknown, revoked or expired.
-   * Synchronous when the key is held in memory.
+   * Synchronous when the key is held in memory; a read past the deadline rejects with 503.
    */
   authenticate(value: string, nowMs: number): ApiKey | null | Promise<ApiKey | null> {
     const hash = hashSecret(value);
@@ -134,7 +137,9 @@ export class KeyService {
     if (held) return isUsable(held, nowMs) ? held : null;
     const unknownUntil = this.unknown.get(hash);
     if (unknownUntil !== undefined && unknownUntil > nowMs) return null;
-    return this.load(hash, nowMs).then((key) => (key && isUsable(key, nowMs) ? key : null));
+    return withinDeadline(this.load(hash, nowMs), this.readDeadlineMs).then((key) =>
+      key && isUsable(key, nowMs) ? key : null,
+    );
   }
 
   recordUse(key: ApiKey, nowMs: number): void {

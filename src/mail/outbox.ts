@@ -3,6 +3,7 @@ import nodemailer from "nodemailer";
 import type { Db } from "../../db/client";
 import { mailOutbox } from "../../db/schema";
 import type { Logger } from "../logger";
+import type { SealedText } from "./sealed-text";
 
 export interface Mail {
   readonly tenantId: string;
@@ -45,8 +46,9 @@ const CLAIM_MS = 60_000;
 /**
  * Mail is written to the outbox in the request and sent by a drainer: a slow or down SMTP
  * server never fails the request, and nothing is lost across restarts. Rows are claimed with
- * SKIP LOCKED (several processes may drain) and sent outside any transaction. A sent row's
- * body is blanked, since it may hold a sign-in link.
+ * SKIP LOCKED (several processes may drain) and sent outside any transaction. Bodies are stored
+ * sealed (AES-GCM under a key from SVC_SECRET, `sealed-text.ts`), since a body may hold a sign-in
+ * link, and a sent row's body is blanked.
  */
 export class Outbox {
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -67,7 +69,9 @@ export class Outbox {
     private readonly transport: MailTransport,
     private readonly logger: Logger,
     private readonly now: () => number,
-    private readonly shared = true,
+    private readonly shared: boolean,
+    /** Seals bodies at rest (they may carry a sign-in link); from SVC_SECRET. */
+    private readonly sealed: SealedText,
   ) {}
 
   async enqueue(mail: Mail): Promise<void> {
@@ -75,8 +79,8 @@ export class Outbox {
       tenantId: mail.tenantId,
       recipient: mail.to,
       subject: mail.subject,
-      text: mail.text,
-      html: mail.html ?? null,
+      text: this.sealed.seal(mail.text),
+      html: mail.html === undefined ? null : this.sealed.seal(mail.html),
       nextAttemptAt: new Date(this.now()),
     });
     this.enqueued++;
@@ -169,8 +173,8 @@ export class Outbox {
           tenantId: row.tenantId,
           to: row.recipient,
           subject: row.subject,
-          text: row.text,
-          html: row.html ?? undefined,
+          text: this.sealed.open(row.text),
+          html: row.html === null ? undefined : this.sealed.open(row.html),
         });
         await this.db
           .update(mailOutbox)

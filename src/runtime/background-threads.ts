@@ -7,7 +7,7 @@
  * lets such a thread run out its time slice on the request thread's core, often while the other
  * core is idle: in a scheduler trace of 5 s at the bench's spec rate, 19 of 79 stretches of
  * requests over 1 ms were the request thread waiting 1–5.4 ms behind the scavenger (14) or a
- * compiler thread (5) (README, Performance).
+ * compiler thread (5) (docs/performance.md).
  *
  * As `SCHED_IDLE` threads they run only when a core has nothing else to do, and a request thread
  * woken behind one takes the core at once. Nothing waits on them for long: the scavenger's

@@ -26,6 +26,7 @@ export class SiteRegistry {
   private tenantIds = new Set<string>();
   private defaultTenant: string | null = null;
   private identityProviders = new Map<string, { issuer: string; jwksUrl: string }>();
+  private publicUrls = new Map<string, string>();
   private readonly sites = new Map<string, SiteState>();
 
   constructor(
@@ -64,6 +65,22 @@ export class SiteRegistry {
     return this.defaultTenant;
   }
 
+  /** The origin the tenant's mailed links are built on, or null when none is configured. */
+  publicUrl(tenantId: string): string | null {
+    return this.publicUrls.get(tenantId) ?? null;
+  }
+
+  /** Whether the tenant has any host name bound to it. */
+  hasHostsOf(tenantId: string): boolean {
+    for (const owner of this.hosts.values()) if (owner === tenantId) return true;
+    return false;
+  }
+
+  /** Whether a host name (no port, any case) is one of the tenant's configured host names. */
+  isHostOf(tenantId: string, hostname: string): boolean {
+    return this.hosts.get(hostname.toLowerCase()) === tenantId;
+  }
+
   /** The tenant's upstream identity provider, or null when none is connected. */
   identityProvider(tenantId: string): { issuer: string; jwksUrl: string } | null {
     return this.identityProviders.get(tenantId) ?? null;
@@ -89,6 +106,7 @@ export class SiteRegistry {
     this.tenantIds = new Set(rows.map((t) => t.id));
     this.defaultTenant = rows.find((t) => t.isDefault)?.id ?? null;
     this.identityProviders = new Map(rows.flatMap((t) => (t.identityProvider ? [[t.id, t.identityProvider]] : [])));
+    this.publicUrls = new Map(rows.flatMap((t) => (t.publicUrl ? [[t.id, t.publicUrl]] : [])));
   }
 
   private install(row: SiteWithDocuments): void {

@@ -7,6 +7,8 @@ export interface TenantRow {
   isDefault: boolean;
   hosts: string[];
   identityProvider: { issuer: string; jwksUrl: string } | null;
+  /** The origin links in this tenant's mail are built on; null when not configured. */
+  publicUrl: string | null;
 }
 
 export interface SiteRow {
@@ -34,7 +36,14 @@ export class SiteStore {
       isDefault: t.isDefault,
       hosts: hosts.filter((h) => h.tenantId === t.id).map((h) => h.host),
       identityProvider: t.idpIssuer && t.idpJwksUrl ? { issuer: t.idpIssuer, jwksUrl: t.idpJwksUrl } : null,
+      publicUrl: t.publicUrl,
     }));
+  }
+
+  /** Sets (or, with null, clears) the origin the tenant's mailed links are built on. */
+  async setPublicUrl(tenantId: string, publicUrl: string | null): Promise<boolean> {
+    const rows = await this.db.update(tenants).set({ publicUrl }).where(eq(tenants.id, tenantId)).returning();
+    return rows.length > 0;
   }
 
   /** Connects (or, with null, disconnects) the tenant's upstream identity provider. */
@@ -47,14 +56,19 @@ export class SiteStore {
     return rows.length > 0;
   }
 
-  /** Creates a tenant with its host names; optionally makes it the default tenant. */
-  async createTenant(id: string, hosts: string[], isDefault: boolean): Promise<"created" | "exists" | "host_taken"> {
+  /** Creates a tenant with its host names and public URL; optionally makes it the default tenant. */
+  async createTenant(
+    id: string,
+    hosts: string[],
+    isDefault: boolean,
+    publicUrl: string | null = null,
+  ): Promise<"created" | "exists" | "host_taken"> {
     return this.db.transaction(async (tx) => {
       if (hosts.length > 0) {
         const taken = await tx.select().from(tenantHosts).where(inArray(tenantHosts.host, hosts));
         if (taken.length > 0) return "host_taken";
       }
-      const inserted = await tx.insert(tenants).values({ id, isDefault }).onConflictDoNothing().returning();
+      const inserted = await tx.insert(tenants).values({ id, isDefault, publicUrl }).onConflictDoNothing().returning();
       if (inserted.length === 0) return "exists";
       if (hosts.length > 0) await tx.insert(tenantHosts).values(hosts.map((host) => ({ host, tenantId: id })));
       if (isDefault) await tx.update(tenants).set({ isDefault: false }).where(sql`${tenants.id} <> ${id}`);

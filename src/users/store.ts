@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { grants, users } from "../../db/schema";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
 
 export type UserRow = typeof users.$inferSelect;
 export type GrantRow = typeof grants.$inferSelect;
@@ -13,9 +14,16 @@ export function isUserId(value: string): boolean {
   return UUID.test(value);
 }
 
-/** Postgres-backed users and their grants (tenant-wide: one user across all sites). */
+/**
+ * Postgres-backed users and their grants (tenant-wide: one user across all sites). The reads
+ * requests await one by one have a deadline (503 past it); `usersWithGrants` has none of its
+ * own, since decide puts its deadline on each request's wait, not on the batch it shares.
+ */
 export class UserStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,
+  ) {}
 
   /** Creates a user, or returns the existing one with that address (created: false). */
   async createUser(tenantId: string, email: string): Promise<{ user: UserRow; created: boolean }> {
@@ -36,10 +44,14 @@ export class UserStore {
 
   async userById(tenantId: string, id: string): Promise<UserRow | undefined> {
     if (!isUserId(id)) return undefined;
-    const [row] = await this.db
-      .select()
-      .from(users)
-      .where(and(eq(users.tenantId, tenantId), eq(users.id, id)));
+    const [row] = await withinDeadline(
+      this.db
+        .select()
+        .from(users)
+        .where(and(eq(users.tenantId, tenantId), eq(users.id, id)))
+        .execute(),
+      this.readDeadlineMs,
+    );
     return row;
   }
 
@@ -62,11 +74,15 @@ export class UserStore {
   }
 
   async listGrants(tenantId: string, userId: string): Promise<GrantRow[]> {
-    return this.db
-      .select()
-      .from(grants)
-      .where(and(eq(grants.tenantId, tenantId), eq(grants.userId, userId)))
-      .orderBy(grants.grant);
+    return withinDeadline(
+      this.db
+        .select()
+        .from(grants)
+        .where(and(eq(grants.tenantId, tenantId), eq(grants.userId, userId)))
+        .orderBy(grants.grant)
+        .execute(),
+      this.readDeadlineMs,
+    );
   }
 
   /** Adds a grant, or replaces its expiry when the user already holds it. */

@@ -122,6 +122,47 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(revoked.code).toBe(0);
   });
 
+  it("sets a tenant's public URL at creation and later, and mailed links follow it (loopback when none)", async () => {
+    const created = await runCli(
+      ["tenant", "create", "acme", "--host", "news.acme.example", "--public-url", "https://id.acme.example/", "--json"],
+      env,
+    );
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout).tenant).toMatchObject({ id: "acme", publicUrl: "https://id.acme.example" });
+    const bad = await runCli(["tenant", "public-url", "acme", "https://id.acme.example/path"], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("origin without a path");
+
+    /** Asks the demo site for a link from 127.0.0.1 and returns the link the dev mail log printed. */
+    const mailedLink = async (email: string) => {
+      const res = await fetch(`${server.url}/svc/v1/id/sign-in/magic-link`, {
+        method: "POST",
+        headers: { "x-svc-site-id": "demo", "content-type": "application/json" },
+        body: JSON.stringify({ email }),
+      });
+      expect(res.status).toBe(200);
+      const deadline = Date.now() + 10_000;
+      const pattern = /https?:\/\/[^\s"]+\/svc\/v1\/id\/magic-link\?token=[A-Za-z0-9_-]+&site=demo/g;
+      while (Date.now() < deadline) {
+        const output = server.output();
+        const from = output.lastIndexOf(`--- mail to ${email}:`);
+        const links = from === -1 ? null : output.slice(from, output.indexOf("--- end of mail", from)).match(pattern);
+        if (links) return new URL(links.at(-1)!);
+        await Bun.sleep(50);
+      }
+      throw new Error(`no link mailed to ${email}`);
+    };
+    // The demo tenant answers every host and has no host names: a loopback origin is trusted.
+    expect((await mailedLink("loop@example.com")).origin).toBe(server.url);
+    const set = await runCli(["tenant", "public-url", "default", "https://id.demo.example", "--json"], env);
+    expect(set.code).toBe(0);
+    expect((await mailedLink("public@example.com")).origin).toBe("https://id.demo.example");
+    const listed = JSON.parse((await runCli(["tenant", "list", "--json"], env)).stdout).tenants;
+    expect(listed.find((t: { id: string }) => t.id === "default").publicUrl).toBe("https://id.demo.example");
+    expect((await runCli(["tenant", "public-url", "default", "--clear", "--json"], env)).code).toBe(0);
+    expect((await mailedLink("cleared@example.com")).origin).toBe(server.url);
+  });
+
   it("prints the site-document JSON Schema without a server", async () => {
     const res = await runCli(["schema", "--json"], { SVC_URL: "http://127.0.0.1:9" });
     expect(res.code).toBe(0);

@@ -19,6 +19,7 @@ export function snapshot(options: SnapshotOptions = {}): FactSnapshot {
     articleId: "article-1",
     grants: {},
     user: {},
+    org: {},
     context: {},
     streaming: {},
     external: {},

@@ -402,8 +402,12 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
         await calls.load(subject);
         calls.tickCount(subject);
       }
-      // Writes fail (reads still work, as the server store needs them for e, f and g).
-      await db.db.execute(sql`alter table meter_counts add constraint refuse check (count < 0) not valid`);
+      // Writes fail (reads still work, as the server store needs them for e, f and g), with an
+      // error that is not the rows' fault (P0001, not a data error), so the rows are kept.
+      await db.db.execute(sql`create function refuse() returns trigger language plpgsql
+        as $$ begin raise exception 'writes are off'; end $$`);
+      await db.db.execute(sql`create trigger refuse before insert or update on meter_counts
+        for each row execute function refuse()`);
       const flushing = counters.flush().then(
         () => null,
         (error: unknown) => error,
@@ -413,7 +417,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
       expect(await flushing).toBeInstanceOf(Error);
       for (const subject of ["a", "b", "c", "d"]) expect(calls.peek(subject)).toBe(1);
       expect(counters.pendingCount).toBe(4);
-      await db.db.execute(sql`alter table meter_counts drop constraint refuse`);
+      await db.db.execute(sql`drop trigger refuse on meter_counts`);
       await counters.flush();
       const fresh = new MeterCounters(db.db, { exclusiveWriter: false });
       const again = fresh.table("t", "s", "calls", "all", false);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { basicDocument } from "../fixtures/documents";
+import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
@@ -14,19 +14,7 @@ const browserDocument = () => {
       upstream: { audience: "news-web", signOutUrl: "https://login.example/out", cookieNames: ["idp_token"] },
     },
   });
-  (doc.features as Record<string, unknown>).subscribe = {
-    purpose: "journey",
-    outcomes: {
-      account: { url: "https://news.example/account" },
-      checkout: {
-        url: "https://shop.example/checkout?offer={context.offer}",
-        fallbackUrl: "https://news.example/subscribe",
-      },
-    },
-    rules: [{ when: { fact: "grants.premium", exists: true }, then: "account" }],
-    default: "checkout",
-    onError: "checkout",
-  };
+  (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
   return doc;
 };
 
@@ -117,6 +105,56 @@ describe("browser decide and forward mounts, with the access cookie", () => {
   it("refuses an asserted userId with 403", async () => {
     const res = await decide({ features: ["paywall"], userId: "11111111-1111-4111-8111-111111111111" });
     expect(res.status).toBe(403);
+  });
+
+  it("refuses an API key with 401, never reading it as something else, before the body is checked", async () => {
+    const key = (await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "server" })).json())
+      .key as string;
+    for (const credential of [
+      { "x-api-key": key },
+      { authorization: `Bearer ${key}` },
+      { authorization: `bearer ${key}` },
+    ] as Record<string, string>[]) {
+      for (const body of [{ features: ["teaser"], deviceId: "keyed-browser" }, { features: "not-a-list" }]) {
+        const res = await decide(body, credential);
+        expect(res.status).toBe(401);
+        expect(await res.json()).toEqual({
+          error: {
+            code: "unauthorized",
+            message: "API keys are not accepted on this route; it takes the browser's signed access cookie.",
+          },
+        });
+      }
+      for (const mount of ["/v1", "/svc/v1"]) {
+        const res = await h.request("GET", `${mount}/decide/forward?feature=subscribe&site=news`, {
+          headers: credential,
+        });
+        expect(res.status).toBe(401);
+        expect(res.headers.get("location")).toBeNull();
+        expect((await res.json()).error.code).toBe("unauthorized");
+      }
+    }
+  });
+
+  it("refuses members of the wrong type with 422 instead of reading them as empty objects", async () => {
+    for (const [body, path] of [
+      [{ features: ["teaser"], content: "s" }, "/content"],
+      [{ features: ["teaser"], content: [] }, "/content"],
+      [{ features: ["teaser"], context: [] }, "/context"],
+      [{ features: ["teaser"], context: 7 }, "/context"],
+    ] as const) {
+      const res = await decide(body);
+      expect(res.status).toBe(422);
+      expect(JSON.stringify((await res.json()).error.details)).toContain(path);
+    }
+    for (const raw of ["0", "[]", '"s"', "true", "null"]) {
+      const res = await h.request("POST", "/svc/v1/decide", {
+        headers: { "x-svc-site-id": "news", origin: ORIGIN },
+        rawBody: raw,
+      });
+      expect(res.status).toBe(422);
+      expect((await res.json()).error.code).toBe("validation_failed");
+    }
   });
 
   it("reads grants from the access cookie", async () => {

@@ -93,6 +93,8 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
       headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
       body: { features: [] },
     });
-    expect(res.status).toBe(403);
+    // A credential of the wrong route group is refused, never reinterpreted (the spec): 401.
+    expect(res.status).toBe(401);
+    expect((await res.json()).error.code).toBe("unauthorized");
   });
 });

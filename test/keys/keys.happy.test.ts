@@ -29,6 +29,16 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
     await db.drop();
   }, 60_000);
 
+  const decideWith = (key: string) =>
+    h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", "x-api-key": key },
+      body: { features: [] },
+    });
+  const listedRequests = async (id: string) =>
+    ((await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys as Listing[]).find(
+      (k) => k.id === id,
+    )?.requests;
+
   it("issues a value of svc_ plus 40 base62 characters and stores only its hash", async () => {
     const { key, keyId } = await seedSite(h, "news", basicDocument());
     expect(key).toMatch(/^svc_[0-9A-Za-z]{40}$/);
@@ -93,18 +103,13 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
   });
 
   it("counts requests in memory without a write per request, and the counts and last-used date survive a restart", async () => {
+    // No flush timer: this test flushes when it says so.
+    h.deps.flusher.stop();
     const issued = await (await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "counted" })).json();
-    for (let i = 0; i < 5; i++) {
-      const res = await h.request("POST", "/v1/decide", {
-        headers: { "x-svc-site-id": "news", "x-api-key": issued.key },
-        body: { features: [] },
-      });
-      expect(res.status).toBe(200);
-    }
+    for (let i = 0; i < 5; i++) expect((await decideWith(issued.key)).status).toBe(200);
     // Not yet flushed: the stored row has no requests, the listing adds the in-memory count.
     expect((await h.deps.keyStore.byId(issued.id))?.requestCount).toBe(0);
-    const listed = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()).keys as Listing[];
-    expect(listed.find((k) => k.id === issued.id)?.requests).toBe(5);
+    expect(await listedRequests(issued.id)).toBe(5);
 
     // A graceful stop flushes; a new process on the same store reads the same values.
     await h.stop();
@@ -116,6 +121,70 @@ describe.each(storeKinds)("API key issue, listing and usage (%s store)", (kind) 
     // Revoking keeps the count and last use.
     const revoked = await (await h.admin("POST", `/admin/tenants/default/sites/news/keys/${issued.id}/revoke`)).json();
     expect(revoked.key).toMatchObject({ status: "revoked", requests: 5, lastUsed: "2026-11-21" });
+  });
+
+  it("lists every request while their usage write is in flight, and after it commits or fails", async () => {
+    h.deps.flusher.stop();
+    const issued = await (
+      await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "in flight" })
+    ).json();
+    for (let i = 0; i < 5; i++) expect((await decideWith(issued.key)).status).toBe(200);
+    const store = h.deps.keyStore;
+    const addUsage = store.addUsage.bind(store);
+    // The usage write, held open until the test lets it go on (or fail).
+    const held: { release: ((outcome: "commit" | "fail") => void) | null } = { release: null };
+    const hold = () => {
+      let entered!: () => void;
+      let release!: (outcome: "commit" | "fail") => void;
+      const started = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      const released = new Promise<"commit" | "fail">((resolve) => {
+        release = resolve;
+      });
+      held.release = release;
+      store.addUsage = async (usage) => {
+        entered();
+        if ((await released) === "fail") {
+          throw Object.assign(new Error("write CONNECTION_CLOSED"), { code: "CONNECTION_CLOSED" });
+        }
+        return addUsage(usage);
+      };
+      return { started, release };
+    };
+    try {
+      const committing = hold();
+      const flushing = h.deps.flusher.flushAll();
+      await committing.started;
+      // In flight: nothing stored yet, and the listing still counts the five.
+      expect((await store.byId(issued.id))?.requestCount).toBe(0);
+      expect(await listedRequests(issued.id)).toBe(5);
+      // A request while the write is in flight adds to it.
+      expect((await decideWith(issued.key)).status).toBe(200);
+      expect(await listedRequests(issued.id)).toBe(6);
+      committing.release("commit");
+      await flushing;
+      expect((await store.byId(issued.id))?.requestCount).toBe(5);
+      expect(await listedRequests(issued.id)).toBe(6);
+
+      // A write that fails: counted while in flight, and after, since its usage goes back.
+      const failing = hold();
+      const failed = h.deps.flusher.flushAll();
+      await failing.started;
+      expect(await listedRequests(issued.id)).toBe(6);
+      failing.release("fail");
+      await failed;
+      expect((await store.byId(issued.id))?.requestCount).toBe(5);
+      expect(await listedRequests(issued.id)).toBe(6);
+      expect(h.logger.lines.some((l) => l.includes("counter flush failed") && l.includes("key-usage"))).toBe(true);
+    } finally {
+      store.addUsage = addUsage;
+      // Should an assertion fail mid-flight, the held write must not hang the harness's stop.
+      held.release?.("fail");
+    }
+    await h.deps.flusher.flushAll();
+    expect((await store.byId(issued.id))?.requestCount).toBe(6);
+    expect(await listedRequests(issued.id)).toBe(6);
   });
 
   it("holds every usable key from its start, the keys it issues, and keys issued by another process", async () => {

@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { rowsOf } from "../../db/client";
 import { Outbox, smtpTransport } from "../../src/mail/outbox";
+import { SealedText } from "../../src/mail/sealed-text";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { manualClock, memoryLogger } from "../helpers/harness";
 import { startSmtpServer } from "../helpers/smtp";
 
 type Smtp = Awaited<ReturnType<typeof startSmtpServer>>;
+
+const sealer = new SealedText("test-secret-test-secret-test-secret-0123", "mail-outbox");
 
 /** The real database, with a count of the claims (UPDATEs) the outbox makes through it. */
 function countingClaims(db: Db) {
@@ -42,7 +47,14 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
   test("a store of its own: idle ticks cost no query, a refused mail is retried when due and not before", async () => {
     const clock = manualClock();
     const { db, counter } = countingClaims(database.db);
-    const outbox = new Outbox(db, smtpTransport(smtp.url, "news@example.com"), memoryLogger(), clock.now, false);
+    const outbox = new Outbox(
+      db,
+      smtpTransport(smtp.url, "news@example.com"),
+      memoryLogger(),
+      clock.now,
+      false,
+      sealer,
+    );
     outbox.start(10);
     try {
       // The first tick drains (nothing is known yet), then the outbox is quiet.
@@ -78,7 +90,7 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
   test("a shared store: every tick looks for due rows (another process may leave some)", async () => {
     const clock = manualClock();
     const { db, counter } = countingClaims(database.db);
-    const outbox = new Outbox(db, smtpTransport(smtp.url, "news@example.com"), memoryLogger(), clock.now, true);
+    const outbox = new Outbox(db, smtpTransport(smtp.url, "news@example.com"), memoryLogger(), clock.now, true, sealer);
     outbox.start(10);
     try {
       expect(await until(() => counter.updates >= 1)).toBe(true);
@@ -87,5 +99,46 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
     } finally {
       await outbox.stop();
     }
+  });
+
+  test("stores bodies sealed: the table never holds a body's text in clear, and the mail goes out in clear", async () => {
+    const clock = manualClock();
+    const smtpOff = { kind: "smtp" as const, send: async () => Promise.reject(new Error("held for the test")) };
+    const held = new Outbox(database.db, smtpOff, memoryLogger(), clock.now, false, sealer);
+    const secretLink = "https://id.example/v1/id/magic-link?token=tok-sealed-0123456789";
+    await held.enqueue({
+      tenantId: "default",
+      to: "sealed@example.com",
+      subject: "Link",
+      text: secretLink,
+      html: `<a>${secretLink}</a>`,
+    });
+    await held.stop();
+    const stored = rowsOf<{ text: string; html: string | null }>(
+      await database.db.execute(sql`select text, html from mail_outbox where recipient = 'sealed@example.com'`),
+    );
+    expect(stored).toHaveLength(1);
+    expect(stored[0]?.text).not.toContain("tok-sealed");
+    expect(stored[0]?.html).not.toContain("tok-sealed");
+    expect(stored[0]?.text.startsWith("sealed:v1:")).toBe(true);
+    // Another process with the same SVC_SECRET opens it; one with another secret cannot.
+    expect(sealer.open(stored[0]?.text as string)).toBe(secretLink);
+    expect(() =>
+      new SealedText("another-secret-another-secret-0123456", "mail-outbox").open(stored[0]?.text as string),
+    ).toThrow();
+
+    clock.advance(10 * 60_000);
+    const sender = new Outbox(
+      database.db,
+      smtpTransport(smtp.url, "news@example.com"),
+      memoryLogger(),
+      clock.now,
+      false,
+      sealer,
+    );
+    await sender.drain();
+    await sender.stop();
+    const got = smtp.received.find((m) => m.to.includes("sealed@example.com"));
+    expect(got?.text).toContain("tok-sealed-0123456789");
   });
 });

@@ -1,0 +1,29 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { credentials } from "../http/credentials";
+import type { Mount } from "../http/mounts";
+import { GrantsReply } from "./model";
+import { heldGrants } from "./service";
+
+/**
+ * GET /v1/grants (both mounts): the signed-in user's own grants with their expiry. Session
+ * cookie or a native client's bearer; an API key is refused (401), no session is 401. Grants
+ * exist in every identity mode, so the route answers in every mode; at an `external_only` site
+ * a caller has no service session, so it answers 401 there.
+ */
+export function grantRoutes(deps: Deps, prefix: Mount) {
+  const id = deps.identityDeps;
+  return new Elysia({ prefix })
+    .use(credentials(deps))
+    .guard({ session: "any-mode" })
+    .get(
+      "/grants",
+      async ({ site, user, set }) => {
+        const rows = await id.users.listGrants(site.tenantId, user.id);
+        // One user's answer: no shared cache may keep it.
+        set.headers["cache-control"] = "private, no-store";
+        return { grants: heldGrants(rows, deps.now()) };
+      },
+      { response: { 200: GrantsReply } },
+    );
+}

@@ -1,0 +1,155 @@
+import { sql } from "drizzle-orm";
+import { rowsOf } from "../../db/client";
+import { basicDocument, subscribeJourney } from "../fixtures/documents";
+import { freshDatabase, type StoreKind } from "../helpers/databases";
+import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { mailbox, signIn } from "../helpers/sign-in";
+import type { World } from "./route-table";
+
+/** Small enough that a body past it is cheap to generate, large enough for 200 KB strings. */
+export const FUZZ_MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * Columns a rejected request may change by design: the key listing counts every request the
+ * key authenticated, including those then refused for their body (as the spec's `Requests`).
+ */
+const COUNTED_ANYWAY = new Set(["api_keys.request_count", "api_keys.last_used_on"]);
+
+/** The `news` site: the fixture's features plus a journey (forward) and traits (user details). */
+function newsDocument() {
+  const doc = basicDocument({
+    traits: {
+      interests: { type: "list", values: ["politics", "sport", "culture"], retired: ["crosswords"] },
+      edition: { type: "string", values: ["uk", "us"], retired: ["eu"] },
+      birthYear: { type: "number" },
+    },
+  });
+  (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
+  return doc;
+}
+
+const dualDocument = () =>
+  basicDocument({
+    identity: {
+      mode: "dual",
+      signInEnabled: true,
+      upstream: { audience: "news-web", signOutUrl: "https://login.example/out", cookieNames: ["idp_token"] },
+    },
+  });
+
+export interface FuzzWorld {
+  h: Harness;
+  world: World;
+  fingerprint(): Promise<Map<string, string>>;
+  stop(): Promise<void>;
+}
+
+/** A fresh store and app with two sites, keys, sessions, a pending magic link, an upstream login and an operator target. */
+export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
+  const db = await freshDatabase(kind);
+  const idp: FakeIdp = await startFakeIdp();
+  const box = mailbox();
+  const h = await startHarness(db, {
+    mailTransport: box.transport,
+    config: { SVC_MAX_BODY_BYTES: String(FUZZ_MAX_BODY_BYTES) },
+  });
+  const ok = async (res: Promise<Response>) => {
+    const r = await res;
+    if (r.status >= 300) throw new Error(`fuzz setup: ${r.status} ${await r.text()}`);
+    return r;
+  };
+  const { key } = await seedSite(h, "news", newsDocument());
+  await seedSite(h, "dual", dualDocument());
+  await ok(h.admin("PUT", "/admin/tenants/default/identity-provider", { issuer: idp.issuer, jwksUrl: idp.jwksUrl }));
+
+  const reader = await signIn(h, box, "reader@example.com");
+  const spare = await signIn(h, box, "leaver@example.com");
+  await ok(
+    h.request("POST", "/v1/id/sign-in/magic-link", {
+      headers: { "x-svc-site-id": "news" },
+      body: { email: "pending@example.com" },
+    }),
+  );
+  await h.deps.outbox.drain();
+  const magicToken = box.lastToken();
+
+  const subject = "sub-fuzz";
+  const upstreamToken = await idp.token(
+    { sub: subject, email: "upstream@example.com", email_verified: true },
+    { nowMs: h.clock.now(), expiresAtSeconds: Math.floor(h.clock.now() / 1000) + 30 * 86_400 },
+  );
+  await ok(
+    h.request("POST", "/v1/id/session/exchange", {
+      headers: { "x-svc-site-id": "dual" },
+      body: { subject_token: upstreamToken },
+    }),
+  );
+
+  const tenant = "fuzz";
+  const site = "target";
+  await ok(h.admin("POST", "/admin/tenants", { id: tenant }));
+  await ok(h.admin("POST", `/admin/tenants/${tenant}/sites`, { id: site }));
+  await ok(h.admin("POST", `/admin/tenants/${tenant}/sites/${site}/deploy`, { document: basicDocument() }));
+  const issued = await (await ok(h.admin("POST", `/admin/tenants/${tenant}/sites/${site}/keys`, { name: "k" }))).json();
+  const user = await (
+    await ok(h.admin("POST", `/admin/tenants/${tenant}/users`, { email: "operator-target@example.com" }))
+  ).json();
+  await ok(h.admin("POST", `/admin/tenants/${tenant}/users/${user.user.id}/grants`, { grant: "premium" }));
+
+  const world: World = {
+    key,
+    cookie: reader.cookie,
+    sessionToken: reader.token,
+    spareCookie: spare.cookie,
+    magicToken,
+    upstreamToken,
+    subject,
+    admin: { tenant, site, keyId: issued.id, userId: user.user.id, grant: "premium" },
+  };
+
+  // The suite flushes and drains by hand between requests, so nothing writes behind its back.
+  h.deps.flusher.stop();
+  await h.deps.outbox.stop();
+  await h.deps.flusher.flushAll();
+  await h.deps.outbox.drain();
+
+  const query = await fingerprintQuery(h);
+  return {
+    h,
+    world,
+    async fingerprint() {
+      const rows = rowsOf<{ t: string; h: string }>(await h.deps.database.db.execute(sql.raw(query)));
+      return new Map(rows.map((r) => [r.t, r.h]));
+    },
+    async stop() {
+      await h.stop();
+      await idp.stop();
+      await db.drop();
+    },
+  };
+}
+
+/** One query that hashes every table's rows (and counts them), drizzle's own bookkeeping aside. */
+async function fingerprintQuery(h: Harness): Promise<string> {
+  const columns = rowsOf<{ table_name: string; column_name: string }>(
+    await h.deps.database.db.execute(
+      sql.raw(
+        "select table_name, column_name from information_schema.columns where table_schema = 'public' " +
+          "and table_name not like '%drizzle%' order by table_name, ordinal_position",
+      ),
+    ),
+  );
+  const byTable = new Map<string, string[]>();
+  for (const { table_name: t, column_name: c } of columns) {
+    if (COUNTED_ANYWAY.has(`${t}.${c}`)) continue;
+    byTable.set(t, [...(byTable.get(t) ?? []), `"${c}"`]);
+  }
+  return [...byTable]
+    .map(
+      ([table, cols]) =>
+        `select '${table}' as t, count(*)::text || ':' || coalesce(md5(string_agg(x, E'\\n' order by x)), '') as h ` +
+        `from (select row(${cols.join(", ")})::text as x from "${table}") s`,
+    )
+    .join(" union all ");
+}
