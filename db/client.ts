@@ -46,6 +46,11 @@ export async function openDatabase(options: {
       await client.end({ timeout: 0 });
       throw error;
     }
+    // postgres.js reads the array types on every new connection, in a promise it never awaits:
+    // a connection dropped during that read (an outage) was an unhandled rejection, which ends
+    // the process. The types read while migrating stay in the client's shared options, so later
+    // connections (reconnects during an outage) skip the read.
+    client.options.fetch_types = false;
     return {
       db: db as unknown as Db,
       kind: "server",

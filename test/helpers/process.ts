@@ -13,7 +13,10 @@ export interface ServerProcess {
 }
 
 /** Starts `bun src/main.ts` as a separate process on a free port and waits until it listens. */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  options: { onOutput?: (output: string) => void } = {},
+): Promise<ServerProcess> {
   const child = Bun.spawn([process.execPath, "src/main.ts"], {
     cwd: root,
     env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SVC_FLUSH_INTERVAL_MS: "100", ...env },
@@ -23,7 +26,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   let out = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
-    for await (const chunk of stream) out += decoder.decode(chunk);
+    for await (const chunk of stream) {
+      out += decoder.decode(chunk);
+      options.onOutput?.(out);
+    }
   };
   void pump(child.stdout);
   void pump(child.stderr);

@@ -15,7 +15,14 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+export async function startTcpProxy(
+  targetHost: string,
+  targetPort: number,
+  options: {
+    /** While forwarding, a client chunk this matches is not passed on: both ends are destroyed. */
+    dropWhen?: (chunk: Buffer) => boolean;
+  } = {},
+): Promise<TcpProxy> {
   let mode: ProxyMode = "forward";
   const open = new Set<Socket>();
   const track = (socket: Socket) => {
@@ -33,8 +40,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     const upstream = new Socket();
     track(upstream);
     upstream.connect(targetPort, targetHost);
-    client.on("data", (chunk) => {
-      if (mode === "forward") upstream.write(chunk);
+    client.on("data", (chunk: Buffer) => {
+      if (mode !== "forward") return;
+      if (options.dropWhen?.(chunk)) {
+        client.destroy();
+        upstream.destroy();
+      } else upstream.write(chunk);
     });
     upstream.on("data", (chunk) => {
       if (mode === "forward") client.write(chunk);
