@@ -4,6 +4,7 @@ import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../cor
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
+import type { GiftLedger } from "../gifts/ledger";
 import { withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
@@ -18,12 +19,15 @@ export interface DecideDeps {
   readonly exposureSchemaJson: string;
   /** How long a request waits for each round of store reads before it answers 503. */
   readonly readDeadlineMs: number;
+  /** Gift links: read only for a request that carries `giftLink`. */
+  readonly gifts: GiftLedger;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
-export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">): DecideDeps {
+export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config" | "gifts">): DecideDeps {
   return {
     meters: deps.meters,
+    gifts: deps.gifts,
     userFacts: deps.userFacts,
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
     readDeadlineMs: deps.config.readDeadlineMs,
@@ -44,6 +48,8 @@ export interface DecideRequest {
   /** `org.*` facts from the access cookie (browser routes); absent: unavailable (keyed route). */
   readonly org?: FactSnapshot["org"];
   readonly now: number;
+  /** `gift.*` of a valid gift link (set by `withGift`); absent: no gift. */
+  readonly gift?: FactSnapshot["gift"];
 }
 
 const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
@@ -125,6 +131,32 @@ export function evaluateRequest(
   req: DecideRequest,
   effects: boolean,
 ): BatchResult | Promise<BatchResult> {
+  // A request without a gift link pays one property read for gift links, nothing more.
+  if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
+  return evaluatePlain(deps, req, effects);
+}
+
+/**
+ * Reads the request's gift link (gift-links.md) before the usual evaluation: its facts join the
+ * snapshot, and an unusable link reads as no gift (never an error, the answer is still 200).
+ */
+function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+  const checked = deps.gifts.check({
+    site: req.site,
+    document: req.document,
+    token: req.input.giftLink as string,
+    content: req.input.content,
+    subject: req.userId ?? req.input.deviceId ?? null,
+    now: req.now,
+    effects,
+  });
+  if (checked instanceof Promise) {
+    return checked.then((gift) => evaluatePlain(deps, gift === null ? req : { ...req, gift }, effects));
+  }
+  return evaluatePlain(deps, checked === null ? req : { ...req, gift: checked }, effects);
+}
+
+function evaluatePlain(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
   if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects);
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
   if (found instanceof Promise) {
@@ -265,7 +297,7 @@ function evaluateHeld(
     context: input.context ?? EMPTY_OBJECT,
     streaming: EMPTY_OBJECT,
     external: EMPTY_OBJECT,
-    gift: EMPTY_OBJECT,
+    gift: req.gift ?? EMPTY_OBJECT,
     subject,
     meter: (name: string): MeterRead | undefined => {
       const i = indexOfMeter(held, name);
