@@ -48,9 +48,10 @@ export interface DecideRequest {
   /** `org.*` facts from the access cookie (browser routes); absent: unavailable (keyed route). */
   readonly org?: FactSnapshot["org"];
   readonly now: number;
-  /** `gift.*` of a valid gift link (set by `withGift`); absent: no gift. */
-  readonly gift?: FactSnapshot["gift"];
 }
+
+/** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
+type Gift = FactSnapshot["gift"];
 
 const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
 
@@ -133,7 +134,7 @@ export function evaluateRequest(
 ): BatchResult | Promise<BatchResult> {
   // A request without a gift link pays one property read for gift links, nothing more.
   if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
-  return evaluatePlain(deps, req, effects);
+  return evaluatePlain(deps, req, effects, EMPTY_OBJECT);
 }
 
 /**
@@ -151,20 +152,25 @@ function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): Batch
     effects,
   });
   if (checked instanceof Promise) {
-    return checked.then((gift) => evaluatePlain(deps, gift === null ? req : { ...req, gift }, effects));
+    return checked.then((gift) => evaluatePlain(deps, req, effects, gift ?? EMPTY_OBJECT));
   }
-  return evaluatePlain(deps, checked === null ? req : { ...req, gift: checked }, effects);
+  return evaluatePlain(deps, req, effects, checked ?? EMPTY_OBJECT);
 }
 
-function evaluatePlain(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
-  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects);
+function evaluatePlain(
+  deps: DecideDeps,
+  req: DecideRequest,
+  effects: boolean,
+  gift: Gift,
+): BatchResult | Promise<BatchResult> {
+  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects, gift);
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
   if (found instanceof Promise) {
     return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
-      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects),
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects, gift),
     );
   }
-  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects);
+  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects, gift);
 }
 
 function withFacts(
@@ -173,6 +179,7 @@ function withFacts(
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
   effects: boolean,
+  gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
   const subject = req.userId ?? input.deviceId ?? null;
@@ -219,10 +226,10 @@ function withFacts(
     const who = subject as string;
     const ms = deps.readDeadlineMs;
     return withinDeadline(Promise.all(misses), ms).then(() =>
-      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms),
+      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects);
+  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
 }
 
 /**
@@ -238,6 +245,7 @@ function afterReads(
   effects: boolean,
   rounds: number,
   deadlineMs: number,
+  gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const found = new Array<number>(held.length);
   let misses: Promise<void>[] | null = null;
@@ -251,10 +259,10 @@ function afterReads(
   }
   if (misses !== null) {
     return withinDeadline(Promise.all(misses), deadlineMs).then(() =>
-      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs),
+      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects);
+  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
 }
 
 /** Evaluates with the subject's slots found in this same synchronous run (-1: not held). */
@@ -266,6 +274,7 @@ function evaluateHeld(
   held: MeterSlot[] | null,
   found: number[] | null,
   effects: boolean,
+  gift: Gift,
 ): BatchResult {
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
@@ -297,7 +306,7 @@ function evaluateHeld(
     context: input.context ?? EMPTY_OBJECT,
     streaming: EMPTY_OBJECT,
     external: EMPTY_OBJECT,
-    gift: req.gift ?? EMPTY_OBJECT,
+    gift,
     subject,
     meter: (name: string): MeterRead | undefined => {
       const i = indexOfMeter(held, name);

@@ -69,6 +69,16 @@ describe.each(storeKinds)("gift links (%s store)", (kind) => {
     expect((await mintOk(gifter, "story-3")).remaining).toBe(1);
   });
 
+  it("never passes the allowance under concurrent mints", async () => {
+    const gifter = await newUser();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => mint({ userId: gifter, contentId: `race-${i}` })),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 201, 409, 409, 409, 409]);
+    expect((await report()).gifters.find((g) => g.gifter === gifter)?.mints).toBe(2);
+  });
+
   it("binds to a signed descriptor only when it verifies and names the article (422 otherwise, nothing minted)", async () => {
     const gifter = await newUser();
     const good = await mint({ userId: gifter, contentId: "bound-1", content: signedContent({ id: "bound-1" }) });
