@@ -141,6 +141,22 @@ describe.each(storeKinds)("gift links (%s store)", (kind) => {
     } as never);
   });
 
+  it("reads a gift on the browser decide mount too, counting that reader once", async () => {
+    const gifter = await newUser();
+    const { token } = await mintOk(gifter, "browser-gift");
+    const browserRead = async (deviceId: string) => {
+      const res = await h.request("POST", "/svc/v1/decide", {
+        headers: { "x-svc-site-id": "news", origin: "https://news.example" },
+        body: { features: ["paywall"], deviceId, content: signedContent({ id: "browser-gift" }), giftLink: token },
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { decisions: { paywall: { outcome: string } } }).decisions.paywall.outcome;
+    };
+    expect(await browserRead("browser-reader")).toBe("gifted");
+    expect(await browserRead("browser-reader")).toBe("gifted");
+    expect((await report()).articles.find((a) => a.contentId === "browser-gift")?.redemptions).toBe(1);
+  });
+
   it("answers 200 with no gift for every unusable token", async () => {
     const gifter = await newUser();
     const { token } = await mintOk(gifter, "article-x");
