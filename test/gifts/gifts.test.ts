@@ -179,6 +179,10 @@ describe.each(storeKinds)("gift links (%s store)", (kind) => {
     const noContent = await decide({ deviceId: "bad-token-reader", giftLink: token });
     expect(noContent.status).toBe(200);
     expect((await noContent.json()).decisions.paywall.outcome).not.toBe("gifted");
+    // No subject (neither userId nor deviceId): a redemption could not be counted, so no gift.
+    const anonymous = await decide({ content: signedContent({ id: "article-x" }), giftLink: token });
+    expect(anonymous.status).toBe(200);
+    expect((await anonymous.json()).decisions.paywall.outcome).not.toBe("gifted");
     // A token of another site.
     const other = await keyed(
       "/v1/decide",
