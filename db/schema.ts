@@ -307,8 +307,44 @@ export const invitations = pgTable(
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),
-  topic: text({ enum: ["tenant", "site", "key", "grants"] }).notNull(),
+  topic: text({ enum: ["tenant", "site", "key", "grants", "gift"] }).notNull(),
   tenantId: text().notNull(),
   subject: text().notNull(),
   createdAt: createdAt(),
 });
+
+/**
+ * Gift links minted by a site's readers (src/gifts). The token carries what never changes
+ * (gift id, gifter, article, expiry) under the service's HMAC; this row keeps it for attribution
+ * and revocation. Redemptions are members of the `$gift` seen counter (meter_seen, subject = id).
+ */
+export const giftLinks = pgTable(
+  "gift_links",
+  {
+    id: uuid().primaryKey(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    gifterId: uuid().notNull(),
+    contentId: text().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    revokedAt: timestamp({ withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("gift_links_site_gifter_idx").on(t.tenantId, t.siteId, t.gifterId),
+    index("gift_links_revoked_idx").on(t.expiresAt).where(sql`revoked_at is not null`),
+  ],
+);
+
+/** Gifts minted per gifter per site per month (UTC `YYYY-MM`): the policy's allowance, race-free. */
+export const giftAllowances = pgTable(
+  "gift_allowances",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    gifterId: uuid().notNull(),
+    period: text().notNull(),
+    count: integer().notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.gifterId, t.period] })],
+);

@@ -3,6 +3,7 @@ import { adminRoutes } from "./admin/routes";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
+import { giftRoutes } from "./gifts/routes";
 import { grantRoutes } from "./grants/routes";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import { browserCors } from "./http/cors";
@@ -49,6 +50,7 @@ export function createApp(deps: Deps) {
     .get("/health", () => ({ ok: true }))
     .use(adminRoutes(deps))
     .use(upstreamPushRoutes(deps))
+    .use(giftRoutes(deps))
     .use(browserDecideRoutes(deps));
   // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
   return onBothMounts(app, (prefix) =>

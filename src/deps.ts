@@ -4,6 +4,9 @@ import type { Config } from "./config";
 import { Flusher } from "./counters/flusher";
 import { MeterCounters } from "./counters/meter-counters";
 import { RateWindows } from "./counters/rate-windows";
+import { GiftLedger } from "./gifts/ledger";
+import { GiftStore } from "./gifts/store";
+import { GiftTokens } from "./gifts/token";
 import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
@@ -49,6 +52,8 @@ export interface Deps {
   readonly outbox: Outbox;
   readonly identityDeps: IdentityDeps;
   readonly orgs: OrgStore;
+  readonly giftStore: GiftStore;
+  readonly gifts: GiftLedger;
 }
 
 export interface DepsOverrides {
@@ -81,6 +86,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const users = new UserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
 
+  const giftStore = new GiftStore(database.db);
+  const gifts = new GiftLedger(new GiftTokens(config.secret), giftStore, meters, config.readDeadlineMs);
+
   // The feed needs the key service and the key service publishes to the feed.
   let keys: KeyService | undefined;
   const apply = async (change: Change) => {
@@ -93,6 +101,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return keys?.onKeyChanged(change.subject);
       case "grants":
         return userFacts.invalidate(change.tenantId, change.subject);
+      case "gift":
+        return gifts.onGiftChanged(change.tenantId, change.subject, now());
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
@@ -123,6 +133,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
   };
   return {
+    giftStore,
+    gifts,
     outbox,
     identityDeps,
     orgs,
@@ -151,6 +163,7 @@ export async function startDeps(deps: Deps): Promise<void> {
   await deps.registry.loadAll();
   await deps.keys.loadAll(deps.now());
   await deps.meters.prime();
+  await deps.gifts.loadRevoked(deps.now());
   await deps.changes.start();
   deps.flusher.start();
   deps.outbox.start();

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
+import { adminGiftRoutes } from "../gifts/admin-routes";
 import { AppError } from "../http/errors";
 import { hashSecret } from "../keys/key-value";
 import { adminOrgRoutes } from "../orgs/admin-routes";
@@ -127,5 +128,6 @@ export function adminRoutes(deps: Deps) {
       { params: KeyParams },
     )
     .use(adminUserRoutes(deps))
-    .use(adminOrgRoutes(deps));
+    .use(adminOrgRoutes(deps))
+    .use(adminGiftRoutes(deps));
 }

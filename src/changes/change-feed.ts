@@ -3,7 +3,7 @@ import { type Database, rowsOf } from "../../db/client";
 import { changeLog } from "../../db/schema";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift";
 
 export interface Change {
   readonly topic: ChangeTopic;

@@ -34,6 +34,8 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   grants list <userId> [--tenant T]
   org create <name> --slug S --owner <email> [--tenant T]
   org list [--tenant T]
+  gifts report <site> [--tenant T]              gift links minted and redeemed, per gifter and article
+  gifts revoke <site> <giftId> [--tenant T]
   schema                      print the site-document JSON Schema (no server needed)
 
 Environment: SVC_URL (default http://127.0.0.1:$PORT, PORT default 3000),
@@ -308,6 +310,26 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         organizations: { id: string; name: string; slug: string }[];
       };
       return { json: out, text: out.organizations.map((o) => `${o.id}\t${o.slug}\t${o.name}`).join("\n") };
+    }
+    case "gifts report": {
+      const [site] = need(1, "gifts report <site> [--tenant T]");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${site}/gift-links/report`)) as {
+        gifters: { gifter: string; mints: number; redemptions: number }[];
+        articles: { contentId: string; mints: number; redemptions: number }[];
+      };
+      const lines = [
+        "GIFTER\tMINTS\tREDEMPTIONS",
+        ...out.gifters.map((g) => `${g.gifter}\t${g.mints}\t${g.redemptions}`),
+        "",
+        "ARTICLE\tMINTS\tREDEMPTIONS",
+        ...out.articles.map((a) => `${a.contentId}\t${a.mints}\t${a.redemptions}`),
+      ];
+      return { json: out, text: lines.join("\n") };
+    }
+    case "gifts revoke": {
+      const [site, giftId] = need(2, "gifts revoke <site> <giftId> [--tenant T]");
+      const out = await call("POST", `/admin/tenants/${tenant}/sites/${site}/gift-links/${giftId}/revoke`);
+      return { json: out, text: `gift link ${decodeURIComponent(giftId ?? "")} revoked` };
     }
     default:
       throw new CliError(`unknown command "${args.join(" ")}"; see svc --help`);

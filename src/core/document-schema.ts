@@ -232,6 +232,25 @@ function documentSchema<C extends TSchema>(condition: C) {
           { description: "HMAC-SHA256 keys; the first is used when a payload has no kid" },
         ),
       ),
+      gifts: Type.Optional(
+        Type.Object(
+          {
+            description: Description,
+            perGifterPerMonth: Type.Integer({
+              minimum: 0,
+              maximum: 10_000,
+              description: "gift links one reader may mint per calendar month (UTC)",
+            }),
+            lifetime: Type.String({ pattern: DURATION_PATTERN, description: 'how long a link reads, e.g. "14d"' }),
+            redemptionsPerLink: Type.Integer({
+              minimum: 1,
+              maximum: 10_000,
+              description: "distinct readers (user or device) one link lets in",
+            }),
+          },
+          { additionalProperties: false, description: "Gift links (docs/gift-links.md); absent: none minted or read" },
+        ),
+      ),
       meters: Type.Optional(
         Type.Record(
           Type.String({ pattern: NAME_PATTERN }),
@@ -482,7 +501,7 @@ export function siteDocumentJsonSchema(): object {
     ...body,
     title: "Site document (schemaVersion 1)",
     description:
-      "A site's identity settings, origins, content keys, meters, catalog, experiments, features, newsletter lists and streaming pipelines. See docs/site-document.md.",
+      "A site's identity settings, origins, content keys, gift-link policy, meters, catalog, experiments, features, newsletter lists and streaming pipelines. See docs/site-document.md.",
     $defs: { condition },
   };
 }

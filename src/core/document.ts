@@ -158,6 +158,9 @@ interface SemanticContext {
   readonly out: Collector;
 }
 
+/** The facts a valid gift link puts in the snapshot (src/gifts). */
+const GIFT_FACTS: ReadonlySet<string> = new Set(["valid", "contentId", "gifter"]);
+
 function checkConditionSemantics(c: Condition, path: string, ctx: SemanticContext): void {
   const { doc, out } = ctx;
   if ("all" in c) for (const [i, x] of c.all.entries()) checkConditionSemantics(x, `${path}/all/${i}`, ctx);
@@ -178,6 +181,9 @@ function checkConditionSemantics(c: Condition, path: string, ctx: SemanticContex
         `${path}/fact`,
         `external.* facts exist only in identity mode external_only (this site is ${doc.identity.mode})`,
       );
+    }
+    if (ns === "gift" && (segments.length !== 2 || !GIFT_FACTS.has(segments[1] as string))) {
+      out.add(`${path}/fact`, "a gift fact is gift.valid, gift.contentId or gift.gifter");
     }
     if (ns === "streaming") {
       const [, pipeline, column] = segments;

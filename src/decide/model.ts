@@ -17,7 +17,7 @@ export const DecideBody = t.Object({
   userId: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
   /** Anonymous device id (e.g. the tracker's domain user id): the subject when no userId. */
   deviceId: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
-  /** The page's `?_gt` token verbatim; any value is accepted (an unusable one reads as no gift). */
+  /** The page's `?_gt` token verbatim; any value is accepted (an unusable one reads as no gift: docs/gift-links.md). */
   giftLink: t.Optional(t.String()),
 });
 

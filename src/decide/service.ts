@@ -4,6 +4,7 @@ import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../cor
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
+import type { GiftLedger } from "../gifts/ledger";
 import { withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
@@ -18,12 +19,15 @@ export interface DecideDeps {
   readonly exposureSchemaJson: string;
   /** How long a request waits for each round of store reads before it answers 503. */
   readonly readDeadlineMs: number;
+  /** Gift links: read only for a request that carries `giftLink`. */
+  readonly gifts: GiftLedger;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
-export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config">): DecideDeps {
+export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config" | "gifts">): DecideDeps {
   return {
     meters: deps.meters,
+    gifts: deps.gifts,
     userFacts: deps.userFacts,
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
     readDeadlineMs: deps.config.readDeadlineMs,
@@ -45,6 +49,9 @@ export interface DecideRequest {
   readonly org?: FactSnapshot["org"];
   readonly now: number;
 }
+
+/** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
+type Gift = FactSnapshot["gift"];
 
 const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
 
@@ -125,14 +132,45 @@ export function evaluateRequest(
   req: DecideRequest,
   effects: boolean,
 ): BatchResult | Promise<BatchResult> {
-  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects);
+  // A request without a gift link pays one property read for gift links, nothing more.
+  if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
+  return evaluatePlain(deps, req, effects, EMPTY_OBJECT);
+}
+
+/**
+ * Reads the request's gift link (gift-links.md) before the usual evaluation: its facts join the
+ * snapshot, and an unusable link reads as no gift (never an error, the answer is still 200).
+ */
+function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+  const checked = deps.gifts.check({
+    site: req.site,
+    document: req.document,
+    token: req.input.giftLink as string,
+    content: req.input.content,
+    subject: req.userId ?? req.input.deviceId ?? null,
+    now: req.now,
+    effects,
+  });
+  if (checked instanceof Promise) {
+    return checked.then((gift) => evaluatePlain(deps, req, effects, gift ?? EMPTY_OBJECT));
+  }
+  return evaluatePlain(deps, req, effects, checked ?? EMPTY_OBJECT);
+}
+
+function evaluatePlain(
+  deps: DecideDeps,
+  req: DecideRequest,
+  effects: boolean,
+  gift: Gift,
+): BatchResult | Promise<BatchResult> {
+  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects, gift);
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
   if (found instanceof Promise) {
     return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
-      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects),
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects, gift),
     );
   }
-  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects);
+  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects, gift);
 }
 
 function withFacts(
@@ -141,6 +179,7 @@ function withFacts(
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
   effects: boolean,
+  gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
   const subject = req.userId ?? input.deviceId ?? null;
@@ -187,10 +226,10 @@ function withFacts(
     const who = subject as string;
     const ms = deps.readDeadlineMs;
     return withinDeadline(Promise.all(misses), ms).then(() =>
-      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms),
+      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects);
+  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
 }
 
 /**
@@ -206,6 +245,7 @@ function afterReads(
   effects: boolean,
   rounds: number,
   deadlineMs: number,
+  gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const found = new Array<number>(held.length);
   let misses: Promise<void>[] | null = null;
@@ -219,10 +259,10 @@ function afterReads(
   }
   if (misses !== null) {
     return withinDeadline(Promise.all(misses), deadlineMs).then(() =>
-      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs),
+      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects);
+  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
 }
 
 /** Evaluates with the subject's slots found in this same synchronous run (-1: not held). */
@@ -234,6 +274,7 @@ function evaluateHeld(
   held: MeterSlot[] | null,
   found: number[] | null,
   effects: boolean,
+  gift: Gift,
 ): BatchResult {
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
@@ -265,7 +306,7 @@ function evaluateHeld(
     context: input.context ?? EMPTY_OBJECT,
     streaming: EMPTY_OBJECT,
     external: EMPTY_OBJECT,
-    gift: EMPTY_OBJECT,
+    gift,
     subject,
     meter: (name: string): MeterRead | undefined => {
       const i = indexOfMeter(held, name);

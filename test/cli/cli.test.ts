@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { basicDocument } from "../fixtures/documents";
+import { signedContent } from "../helpers/content";
 import { runCli, type ServerProcess, startServerProcess, tempDir } from "../helpers/process";
 
 describe("first run, the operator CLI and a graceful stop (embedded store, real processes)", () => {
@@ -120,6 +121,43 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(answer.decisions.paywall).toMatchObject({ outcome: "subscriber", type: "allow" });
     const revoked = await runCli(["grants", "revoke", user.id, "premium", "--json"], env);
     expect(revoked.code).toBe(0);
+  });
+
+  it("reports gift links per gifter and article and revokes one through the CLI (demo document)", async () => {
+    expect((await runCli(["site", "create", "gifting", "--json"], env)).code).toBe(0);
+    expect((await runCli(["deploy", "gifting", "docs/examples/demo-site.json", "--json"], env)).code).toBe(0);
+    const key = JSON.parse((await runCli(["keys", "issue", "gifting", "--name", "g", "--json"], env)).stdout).key;
+    issuedValues.push(key);
+    const gifter = JSON.parse((await runCli(["users", "create", "gifter@example.com", "--json"], env)).stdout).user;
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { "x-svc-site-id": "gifting", "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const minted = await post("/v1/gift-links", { userId: gifter.id, contentId: "story-9" });
+    expect(minted.status).toBe(201);
+    const gift = await minted.json();
+    expect(gift.remaining).toBe(4);
+    const read = () =>
+      post("/v1/decide", {
+        features: ["paywall"],
+        deviceId: "friend-1",
+        content: signedContent({ id: "story-9" }, "demo-content-key-change-me"),
+        giftLink: gift.token,
+      }).then((r) => r.json());
+    expect((await read()).decisions.paywall.outcome).toBe("gifted");
+    const report = await runCli(["gifts", "report", "gifting", "--json"], env);
+    expect(report.code).toBe(0);
+    expect(JSON.parse(report.stdout)).toEqual({
+      gifters: [{ gifter: gifter.id, mints: 1, redemptions: 1 }],
+      articles: [{ contentId: "story-9", mints: 1, redemptions: 1 }],
+    });
+    const text = await runCli(["gifts", "report", "gifting"], env);
+    expect(text.stdout).toContain(`${gifter.id}\t1\t1`);
+    const revoked = await runCli(["gifts", "revoke", "gifting", gift.giftId], env);
+    expect(revoked.code).toBe(0);
+    expect((await read()).decisions.paywall.outcome).not.toBe("gifted");
   });
 
   it("sets a tenant's public URL at creation and later, and mailed links follow it (loopback when none)", async () => {

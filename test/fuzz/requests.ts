@@ -46,6 +46,8 @@ export const PLACEHOLDERS: World = {
   upstreamToken: mark("upstreamToken"),
   subject: "sub-fuzz",
   admin: { tenant: "fuzz", site: "target", keyId: mark("keyId"), userId: mark("userId"), grant: "premium" },
+  gifter: mark("gifter"),
+  giftId: mark("giftId"),
 };
 
 /** Text with the markers replaced by the values of a real world. */
@@ -59,6 +61,8 @@ export function fillWorld(text: string, w: World): string {
     upstreamToken: w.upstreamToken,
     keyId: w.admin.keyId,
     userId: w.admin.userId,
+    gifter: w.gifter,
+    giftId: w.giftId,
   };
   return text.replace(/__W_([A-Za-z]+)__/g, (m, name: string) => values[name] ?? m);
 }

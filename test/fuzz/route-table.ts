@@ -43,6 +43,10 @@ export interface World {
   subject: string;
   /** The operator plane's targets: tenant `fuzz`, site `target`, a key, a user and a grant of it. */
   admin: { tenant: string; site: string; keyId: string; userId: string; grant: string };
+  /** A user of tenant `default` (the signed-in reader): a gifter of site `news`. */
+  gifter: string;
+  /** A gift link that reader minted on `news`. */
+  giftId: string;
 }
 
 export interface RouteSpec {
@@ -266,6 +270,18 @@ export const ROUTES: RouteSpec[] = withPreflights([
     body: (w) => ({ subject: w.subject, newSubject: `${w.subject}-new` }),
   },
   { method: "POST", path: "/v1/id/upstream/erase", credential: "key", body: (w) => ({ subject: w.subject }) },
+  {
+    method: "POST",
+    path: "/v1/gift-links",
+    credential: "key",
+    body: (w) => ({ userId: w.gifter, contentId: "article-1", content: signedContent({ id: "article-1" }) }),
+  },
+  {
+    method: "POST",
+    path: "/v1/gift-links/revoke",
+    credential: "key",
+    body: (w) => ({ userId: w.gifter, giftId: w.giftId }),
+  },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
   {
     method: "PUT",
@@ -393,6 +409,18 @@ export const ROUTES: RouteSpec[] = withPreflights([
     path: "/admin/tenants/:tenant/users/:user/grants/:grant",
     credential: "operator",
     params: (w) => ({ ...adminUser(w), grant: w.admin.grant }),
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/gift-links/report",
+    credential: "operator",
+    params: () => ({ tenant: "default", site: "news" }),
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/gift-links/:gift/revoke",
+    credential: "operator",
+    params: (w) => ({ tenant: "default", site: "news", gift: w.giftId }),
   },
   {
     method: "GET",

@@ -19,6 +19,7 @@ const COUNTED_ANYWAY = new Set(["api_keys.request_count", "api_keys.last_used_on
 /** The `news` site: the fixture's features plus a journey (forward) and traits (user details). */
 function newsDocument() {
   const doc = basicDocument({
+    gifts: { perGifterPerMonth: 1000, lifetime: "14d", redemptionsPerLink: 10 },
     traits: {
       interests: { type: "list", values: ["politics", "sport", "culture"], retired: ["crosswords"] },
       edition: { type: "string", values: ["uk", "us"], retired: ["eu"] },
@@ -86,6 +87,15 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
     }),
   );
 
+  const gift = await (
+    await ok(
+      h.request("POST", "/v1/gift-links", {
+        headers: { "x-svc-site-id": "news", "x-api-key": key },
+        body: { userId: reader.userId, contentId: "article-1" },
+      }),
+    )
+  ).json();
+
   const tenant = "fuzz";
   const site = "target";
   await ok(h.admin("POST", "/admin/tenants", { id: tenant }));
@@ -106,6 +116,8 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
     upstreamToken,
     subject,
     admin: { tenant, site, keyId: issued.id, userId: user.user.id, grant: "premium" },
+    gifter: reader.userId,
+    giftId: gift.giftId,
   };
 
   // The suite flushes and drains by hand between requests, so nothing writes behind its back.

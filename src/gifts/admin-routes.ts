@@ -1,0 +1,27 @@
+import { Elysia } from "elysia";
+import { SiteParams } from "../admin/model";
+import type { Deps } from "../deps";
+import { AppError } from "../http/errors";
+import type { SiteState } from "../sites/registry";
+import { AdminGiftParams, AttributionReply, RevokeGiftReply } from "./model";
+import { giftAttribution, revokeGift } from "./service";
+
+/** Operator routes for gift links (inside the /admin group): revoke any link, attribution report. */
+export function adminGiftRoutes(deps: Deps) {
+  const siteOf = (tenant: string, site: string): SiteState => {
+    const state = deps.registry.site(tenant, site);
+    if (state === undefined) throw new AppError("not_found", "Unknown site.");
+    return state;
+  };
+  return new Elysia()
+    .get(
+      "/tenants/:tenant/sites/:site/gift-links/report",
+      ({ params }) => giftAttribution(deps, siteOf(params.tenant, params.site)),
+      { params: SiteParams, response: { 200: AttributionReply } },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/gift-links/:gift/revoke",
+      ({ params }) => revokeGift(deps, siteOf(params.tenant, params.site), params.gift, null),
+      { params: AdminGiftParams, response: { 200: RevokeGiftReply } },
+    );
+}
