@@ -18,6 +18,8 @@ import { OrgStore } from "./orgs/store";
 import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
+import { StreamingFactsCache } from "./streaming/facts-cache";
+import { StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
 import { UserStore } from "./users/store";
 
@@ -42,6 +44,8 @@ export interface Deps {
   readonly flusher: Flusher;
   readonly users: UserStore;
   readonly userFacts: UserFactsCache;
+  readonly streamingStore: StreamingStore;
+  readonly streamingFacts: StreamingFactsCache;
   readonly previewTokens: PreviewTokens;
   readonly keyedDecideRate: RateWindows;
   readonly browserDecideRate: RateWindows;
@@ -80,6 +84,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
+  const streamingStore = new StreamingStore(database.db);
+  const streamingFacts = new StreamingFactsCache(streamingStore);
 
   // The feed needs the key service and the key service publishes to the feed.
   let keys: KeyService | undefined;
@@ -93,6 +99,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return keys?.onKeyChanged(change.subject);
       case "grants":
         return userFacts.invalidate(change.tenantId, change.subject);
+      case "streaming":
+        return streamingFacts.invalidate(change.tenantId, change.subject);
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
@@ -139,6 +147,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     flusher,
     users,
     userFacts,
+    streamingStore,
+    streamingFacts,
     previewTokens: new PreviewTokens(config.secret),
     keyedDecideRate: new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),

@@ -3,7 +3,7 @@ import { type Database, rowsOf } from "../../db/client";
 import { changeLog } from "../../db/schema";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "streaming";
 
 export interface Change {
   readonly topic: ChangeTopic;
@@ -58,6 +58,15 @@ export class ChangeFeed {
   /** Records a change and applies it in this process before returning. */
   async publish(change: Change): Promise<void> {
     await this.database.db.insert(changeLog).values(change);
+    await this.announce();
+  }
+
+  /**
+   * Tells every process that `change_log` has rows past what they saw, and applies them here
+   * before returning: for writers that insert their change row in their own statement (a
+   * streaming batch logs its users in the statement that writes them).
+   */
+  async announce(): Promise<void> {
     if (this.database.kind === "server") {
       await this.database.db.execute(sql`select pg_notify(${CHANNEL}, '')`);
     }
