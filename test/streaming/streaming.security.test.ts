@@ -44,7 +44,8 @@ describe.each(storeKinds)("streaming writes need a streaming:write key of the si
     const none = await h.request("POST", "/v1/streaming/engagement", { body: rows() });
     expect(none.status).toBe(401);
     expect(await errorOf(none)).toEqual({ code: "unauthorized", message: "Missing API key." });
-    for (const headers of [{ "x-api-key": "svc_unknown" }, { authorization: "Basic abc" }]) {
+    const presented: Record<string, string>[] = [{ "x-api-key": "svc_unknown" }, { authorization: "Basic abc" }];
+    for (const headers of presented) {
       const res = await h.request("POST", "/v1/streaming/engagement", { headers, body: rows() });
       expect(res.status).toBe(401);
       expect(await errorOf(res)).toEqual({ code: "unauthorized", message: "Invalid or missing API key." });
