@@ -145,9 +145,14 @@ export function evaluateRequest(
   const streaming: Streaming | Promise<Streaming> = readsStreaming(req.document, req.input.features)
     ? deps.streamingFacts.get(req.site.tenantId, req.site.id, req.userId)
     : EMPTY_OBJECT;
-  if (found instanceof Promise || streaming instanceof Promise) {
+  if (streaming instanceof Promise) {
     return withinDeadline(Promise.all([found, streaming]), deps.readDeadlineMs).then(([facts, values]) =>
       withFacts(deps, req, facts.traits, req.grants ?? facts.grants, values, effects),
+    );
+  }
+  if (found instanceof Promise) {
+    return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, streaming, effects),
     );
   }
   return withFacts(deps, req, found.traits, req.grants ?? found.grants, streaming, effects);
