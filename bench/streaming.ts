@@ -32,7 +32,7 @@ export interface StreamingResult {
 
 export interface StreamingOptions {
   server: ServerHandle;
-  /** Distinct readers the batches cycle through (at least one batch's worth). */
+  /** Distinct readers the batches cycle through (at least one batch's worth per client). */
   readers: number;
   clients: number;
   durationS: number;
@@ -49,7 +49,7 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
     "--permission",
     "streaming:write",
   ]);
-  const readers = Math.max(o.readers, STREAMING_BATCH_ROWS);
+  const readers = Math.max(o.readers, STREAMING_BATCH_ROWS * o.clients);
   const users = await mapLimit(
     Array.from({ length: readers }, (_, i) => i),
     8,
@@ -63,14 +63,15 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
 
   const rand = prng(31);
   let sequence = 0;
-  // Each batch takes the next 1,000 readers and a window one second past the previous batch.
-  const nextBody = () => {
-    const n = sequence++;
-    const windowEnd = Date.UTC(2026, 0, 1) + n * 1_000;
+  // Client c writes its own share of the readers, 1,000 at a time, each batch with a window one
+  // second past the previous one: a client's batches never race each other, so every row lands.
+  const share = Math.floor(users.length / o.clients);
+  const nextBody = (c: number, k: number) => {
+    const windowEnd = Date.UTC(2026, 0, 1) + sequence++ * 1_000;
     const rows = new Array(STREAMING_BATCH_ROWS);
     for (let i = 0; i < STREAMING_BATCH_ROWS; i++) {
       const row: Record<string, unknown> = {
-        user_id: users[(n * STREAMING_BATCH_ROWS + i) % users.length],
+        user_id: users[c * share + ((k * STREAMING_BATCH_ROWS + i) % share)],
         window_end: windowEnd,
         score: round(rand(), 4),
         visits: Math.floor(rand() * 50),
@@ -90,9 +91,9 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
   let other = 0;
   const started = performance.now();
   const until = started + o.durationS * 1000;
-  const client = async () => {
-    while (performance.now() < until) {
-      const body = nextBody();
+  const client = async (c: number) => {
+    for (let k = 0; performance.now() < until; k++) {
+      const body = nextBody(c, k);
       const t0 = performance.now();
       const res = await fetch(url, { method: "POST", headers, body });
       const text = await res.text();
@@ -106,7 +107,7 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
       for (const [reason, count] of Object.entries(reply.rejected)) rejected[reason] = (rejected[reason] ?? 0) + count;
     }
   };
-  await Promise.all(Array.from({ length: o.clients }, client));
+  await Promise.all(Array.from({ length: o.clients }, (_, c) => client(c)));
   const elapsedS = (performance.now() - started) / 1000;
   const s = summarise(Float64Array.from(latencies));
   const p95 = percentileSorted(Float64Array.from(latencies).sort(), 0.95);

@@ -58,19 +58,24 @@ export class ChangeFeed {
   /** Records a change and applies it in this process before returning. */
   async publish(change: Change): Promise<void> {
     await this.database.db.insert(changeLog).values(change);
-    await this.announce();
+    await this.notify();
+    await this.poll();
   }
 
   /**
-   * Tells every process that `change_log` has rows past what they saw, and applies them here
-   * before returning: for writers that insert their change row in their own statement (a
-   * streaming batch logs its users in the statement that writes them).
+   * Tells every process that `change_log` has rows past what they saw, and starts applying them
+   * here without waiting: for a writer that inserted its change row in its own statement and has
+   * already applied the change to its own process (a streaming batch).
    */
   async announce(): Promise<void> {
+    await this.notify();
+    void this.poll();
+  }
+
+  private async notify(): Promise<void> {
     if (this.database.kind === "server") {
       await this.database.db.execute(sql`select pg_notify(${CHANNEL}, '')`);
     }
-    await this.poll();
   }
 
   /** Applies every change past the last one seen; overlapping calls coalesce. */

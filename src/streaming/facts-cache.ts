@@ -53,8 +53,13 @@ export class StreamingFactsCache {
   invalidate(tenantId: string, subject: string): void {
     const newline = subject.indexOf("\n");
     if (newline === -1) return;
-    const prefix = tenantId + SEP + subject.slice(0, newline) + SEP;
-    for (const userId of subject.slice(newline + 1).split(",")) {
+    this.drop(tenantId, subject.slice(0, newline), subject.slice(newline + 1).split(","));
+  }
+
+  /** Drops the values of users at a site (the writing process, before it answers). */
+  drop(tenantId: string, siteId: string, userIds: Iterable<string>): void {
+    const prefix = tenantId + SEP + siteId + SEP;
+    for (const userId of userIds) {
       const key = prefix + userId;
       this.entries.delete(key);
       if (this.loading.has(key)) this.loading.set(key, true);

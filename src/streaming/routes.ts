@@ -11,7 +11,13 @@ import { organizationPipeline, type StreamingDeps, writeBatch } from "./service"
  * the key's pin (a site header naming another site is 403).
  */
 export function streamingRoutes(deps: Deps) {
-  const streaming: StreamingDeps = { store: deps.streamingStore, announce: () => deps.changes.announce() };
+  const streaming: StreamingDeps = {
+    store: deps.streamingStore,
+    written: (site, userIds) => {
+      deps.streamingFacts.drop(site.tenantId, site.id, userIds);
+      return deps.changes.announce();
+    },
+  };
   return new Elysia({ prefix: "/v1" })
     .use(credentials(deps))
     .guard({ apiKey: { permission: STREAMING_WRITE, siteFromKey: true } })

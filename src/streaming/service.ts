@@ -29,8 +29,11 @@ export interface StreamingReply {
 
 export interface StreamingDeps {
   readonly store: StreamingStore;
-  /** Tells every process (this one before returning) to drop the written users' values. */
-  readonly announce: () => Promise<void>;
+  /**
+   * Drops the written users' values at the site in this process at once, and tells every other
+   * process (the statement logged the change; this sends the NOTIFY).
+   */
+  readonly written: (site: SiteState, userIds: readonly string[]) => Promise<void>;
 }
 
 export const unknownPipeline = () => notFound("Unknown pipeline.");
@@ -166,14 +169,17 @@ export async function writeBatch(
     const writes: PendingWrite[] = [];
     for (const [userId, g] of groups) writes.push({ userId, windowEnd: g.windowEnd, values: g.values });
     const outcomes = await deps.store.writeBatch(site.tenantId, site.id, pipelineName, writes);
+    const landed: string[] = [];
     for (const [userId, g] of groups) {
       const outcome: WriteOutcome = outcomes.has(userId) ? (outcomes.get(userId) as WriteOutcome) : "unknown_user";
       if (outcome === "unknown_site") siteGone = true;
-      if (outcome === null) received += g.latest;
-      else reject(outcome, g.latest);
+      if (outcome === null) {
+        received += g.latest;
+        landed.push(userId);
+      } else reject(outcome, g.latest);
       reject(outcome === null || outcome === "stale" ? "stale" : outcome, g.older);
     }
-    if (received > 0) await deps.announce();
+    if (landed.length > 0) await deps.written(site, landed);
   }
   reject(siteGone ? "unknown_site" : "unknown_user", notUserIds);
   return { received, rejected };

@@ -98,7 +98,7 @@ describe.each(storeKinds)("streaming rows refused, and bad bodies (%s store)", (
     const pipeline = site.live!.document.pipelines!.engagement!;
     expect((await h.admin("POST", "/admin/tenants/default/sites/news/disable")).status).toBeLessThan(300);
     try {
-      const deps = { store: h.deps.streamingStore, announce: () => h.deps.changes.announce() };
+      const deps = { store: h.deps.streamingStore, written: () => h.deps.changes.announce() };
       const reply = await writeBatch(deps, site, "engagement", pipeline, [
         { user_id: u, window_end: T0, score: 1 },
         { user_id: "not-a-uuid", window_end: T0 },
