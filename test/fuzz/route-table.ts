@@ -266,6 +266,18 @@ export const ROUTES: RouteSpec[] = withPreflights([
     body: (w) => ({ subject: w.subject, newSubject: `${w.subject}-new` }),
   },
   { method: "POST", path: "/v1/id/upstream/erase", credential: "key", body: (w) => ({ subject: w.subject }) },
+  {
+    method: "POST",
+    path: "/v1/streaming/:pipeline",
+    credential: "key",
+    params: () => ({ pipeline: "engagement" }),
+    body: () => ({
+      rows: [
+        { user_id: FUZZ_UUID, window_end: "2026-11-21T10:00:00Z", score: 0.5, visits: 3, segment: "loyal" },
+        { user_id: FUZZ_UUID, window_end: 1_795_000_000_000, churn_risk: null },
+      ],
+    }),
+  },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
   {
     method: "PUT",
