@@ -139,6 +139,18 @@ describe.each(storeKinds)("POST /v1/streaming/{pipeline} (%s store)", (kind) => 
     expect(cache.entries.size).toBe(before + 1);
   });
 
+  it("drops a user's stored values when the user is erased, and refuses later rows as erased", async () => {
+    const u = await user();
+    await post("engagement", [{ user_id: u, window_end: T0, score: 1 }]);
+    await post("loyalty", [{ user_id: u, window_end: T0, tier: 2 }]);
+    await h.deps.identityDeps.identity.erase(u, new Date(T0));
+    expect(await h.deps.streamingStore.rowsOf("default", "news", [u])).toEqual([]);
+    expect(await post("engagement", [{ user_id: u, window_end: T0 + 1, score: 2 }])).toEqual({
+      received: 0,
+      rejected: { erased: 1 },
+    });
+  });
+
   it("exposes window_end as an ISO 8601 string", async () => {
     const u = await user();
     await post("loyalty", [{ user_id: u, window_end: T0 + 250, tier: 2 }]);
