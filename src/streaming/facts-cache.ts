@@ -33,20 +33,26 @@ export class StreamingFactsCache {
     if (!this.loading.has(key)) this.loading.set(key, false);
     return this.loader(tenantId, siteId)
       .load(userId)
-      .then((facts) => {
-        const again = this.entries.get(key);
-        if (again !== undefined) return again;
-        const dropped = this.loading.get(key);
-        this.loading.delete(key);
-        if (dropped === false) {
-          this.entries.set(key, facts);
-          if (this.entries.size > this.max) {
-            const oldest = this.entries.keys().next().value;
-            if (oldest !== undefined) this.entries.delete(oldest);
+      .then(
+        (facts) => {
+          const again = this.entries.get(key);
+          if (again !== undefined) return again;
+          const dropped = this.loading.get(key);
+          this.loading.delete(key);
+          if (dropped === false) {
+            this.entries.set(key, facts);
+            if (this.entries.size > this.max) {
+              const oldest = this.entries.keys().next().value;
+              if (oldest !== undefined) this.entries.delete(oldest);
+            }
           }
-        }
-        return facts;
-      });
+          return facts;
+        },
+        (error: unknown) => {
+          this.loading.delete(key);
+          throw error;
+        },
+      );
   }
 
   /** Drops users' values at a site (a change of topic `streaming`: `<site>\n<id>,<id>,...`). */
