@@ -36,6 +36,10 @@ export interface BenchConfig {
   articles: number;
   devices: number;
   users: number;
+  /** Streaming scenario: seconds of 1,000-row batches, concurrent clients, distinct readers. */
+  streamingS: number;
+  streamingClients: number;
+  streamingReaders: number;
   profile: boolean;
   databaseUrl: string | undefined;
 }
@@ -104,6 +108,9 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       articles: 500,
       devices: 500,
       users: 12,
+      streamingS: 2,
+      streamingClients: 2,
+      streamingReaders: 1_000,
     };
   }
   if (mode === "quick") {
@@ -127,6 +134,9 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       articles: 2_000,
       devices: 1_200,
       users: 40,
+      streamingS: 5,
+      streamingClients: 4,
+      streamingReaders: 5_000,
     };
   }
   return {
@@ -149,5 +159,8 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     articles: 5_000,
     devices: 20_000,
     users: 300,
+    streamingS: 20,
+    streamingClients: 4,
+    streamingReaders: 20_000,
   };
 }

@@ -9,6 +9,7 @@ import type { ProfileSummary } from "./profile";
 import type { SegmentSummary } from "./saturation";
 import type { SpecRateResult } from "./spec-rate";
 import { round } from "./stats";
+import type { StreamingResult } from "./streaming";
 import type { WrkResult } from "./wrk";
 
 type SourceState = ReturnType<typeof sourceState>;
@@ -39,6 +40,8 @@ export interface BenchResults {
   /** The same open-loop schedule against the bare Bun.serve: what the sender and machine add. */
   open_loop_floor?: SpecRateResult;
   over_limit?: OverLimitResult;
+  /** 1,000-row batches to POST /v1/streaming/{pipeline}: rows landed per second, latency per request. */
+  streaming?: StreamingResult;
   memory?: MemoryResult;
   /** Stored subjects read back by a server restarted over the memory scenario's data. */
   read_back?: ReadBackResult;
@@ -78,6 +81,18 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
   };
   const s429 = r.spec_rate?.status_429 ?? null;
   t.spec_rate_429 = { target: "zero 429s at the spec rate", measured: s429, met: s429 === null ? null : s429 === 0 };
+  const rowsPerS = r.streaming?.rows_per_s ?? null;
+  t.streaming_rows_per_s = {
+    target: ">= 20,000 streaming rows/s in 1,000-row batches",
+    measured: rowsPerS,
+    met: rowsPerS === null ? null : rowsPerS >= 20_000,
+  };
+  const streamingP95 = r.streaming?.p95_ms ?? null;
+  t.streaming_p95 = {
+    target: "p95 < 50 ms per 1,000-row streaming request",
+    measured: streamingP95,
+    met: streamingP95 === null ? null : streamingP95 < 50,
+  };
   const admitted = r.over_limit?.admitted_per_window ?? null;
   t.over_limit_exact = {
     target: "exactly 2,000 admitted per window, every refusal with Retry-After",
@@ -212,6 +227,18 @@ export function printTable(r: BenchResults): void {
       "p50 / p99 / p99.9 ms": "-",
       result: `admitted ${o.admitted_per_window.join("/")}; Retry-After ${o.refusals_with_retry_after}/${o.refusals}`,
       "cpu cores": cpu(o.generator_cpu_cores, null),
+    });
+  }
+  if (r.streaming) {
+    const st = r.streaming;
+    const refused = Object.entries(st.rejected).map(([k, v]) => `${k} ${v}`);
+    rows.push({
+      scenario: `streaming (${st.clients} clients x ${fmt(st.batch_rows, 0)}-row batches)`,
+      generator: "closed-loop (fetch)",
+      throughput: `${fmt(st.rows_per_s, 0)} rows/s`,
+      "p50 / p99 / p99.9 ms": `${fmt(st.p50_ms, 3)} / ${fmt(st.p99_ms, 3)} / - (p95 ${fmt(st.p95_ms, 3)})`,
+      result: `${st.requests} requests; rejected ${refused.length ? refused.join(", ") : "none"}; other ${st.status_other}`,
+      "cpu cores": "-",
     });
   }
   if (r.memory) {

@@ -35,6 +35,7 @@ import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE } from "./site";
 import { buildSpecRequests, runSpecRate } from "./spec-rate";
 import { round } from "./stats";
+import { runStreaming } from "./streaming";
 import { buildBodies, buildPrimeBodies, createUsers, issueKeys, setupSite, signArticles } from "./workload";
 import { ensureWrk, wrkVersion } from "./wrk";
 
@@ -302,6 +303,19 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     await ceilingServer.stop();
   }
 
+  // Streaming writes last on the main server: their rows and change-log entries do not weigh on
+  // the decide scenarios above, and no bench feature reads the pipeline.
+  results.streaming = await timed(
+    `streaming: ${cfg.streamingClients} clients x 1,000-row batches for ${cfg.streamingS} s`,
+    () =>
+      runStreaming({
+        server,
+        readers: cfg.streamingReaders,
+        clients: cfg.streamingClients,
+        durationS: cfg.streamingS,
+      }),
+  );
+
   const code = await timed("stopping the decide server", () => server.stop());
   if (code !== 0) results.errors.push(`decide server exited with ${code} on SIGTERM`);
   if (profileDir) {
@@ -379,6 +393,7 @@ function sanityErrors(r: BenchResults): string[] {
   if (!r.over_limit || r.over_limit.admitted_per_window.every((a) => a === 0)) out.push("over limit: nothing admitted");
   if (!r.memory || r.memory.subjects_touched === 0) out.push("memory: no subject touched");
   if (r.read_back && r.read_back.status_200 === 0) out.push("read back: no request answered 200");
+  if (!r.streaming || r.streaming.rows_received === 0) out.push("streaming: no row landed");
   return out;
 }
 

@@ -408,9 +408,19 @@ export function buildBenchSite(): Doc {
       slot_creative: { salt: "bench-slot-creative", variants: { a: 40, b: 30, c: 30 } },
     },
     features: features(),
+    // Written by the streaming scenario; no feature reads it, so decide's work is unchanged.
+    pipelines: {
+      [STREAMING_PIPELINE]: {
+        source: "organization",
+        columns: { score: "number", visits: "integer", churn_risk: "boolean", segment: "string" },
+      },
+    },
   };
   return doc;
 }
+
+/** The pipeline the streaming scenario posts to. */
+export const STREAMING_PIPELINE = "engagement";
 
 /** Decision features a request may name besides the always-asked ones. */
 export function optionalFeatures(doc: Doc): string[] {

@@ -304,10 +304,29 @@ export const invitations = pgTable(
   ],
 );
 
+/**
+ * The organization's latest streaming row per (site, user, pipeline): `window_end` in epoch
+ * milliseconds and the declared columns as one JSON object (a null member is a cleared column).
+ * Written by one statement per batch that never puts an older window over a newer one.
+ */
+export const streamingValues = pgTable(
+  "streaming_values",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    userId: uuid().notNull(),
+    pipeline: text().notNull(),
+    windowEnd: bigint({ mode: "number" }).notNull(),
+    values: jsonb().notNull(),
+    updatedAt: timestamp({ withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.userId, t.pipeline] })],
+);
+
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),
-  topic: text({ enum: ["tenant", "site", "key", "grants", "gift"] }).notNull(),
+  topic: text({ enum: ["tenant", "site", "key", "grants", "gift", "streaming"] }).notNull(),
   tenantId: text().notNull(),
   subject: text().notNull(),
   createdAt: createdAt(),

@@ -17,6 +17,7 @@ import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { orgRoutes } from "./orgs/routes";
+import { streamingRoutes } from "./streaming/routes";
 
 /** A request whose URL no route may read (no Host, bad percent-encoding, NUL) as its 400. */
 function urlRefusal(request: Request): Response | undefined {
@@ -51,6 +52,7 @@ export function createApp(deps: Deps) {
     .use(adminRoutes(deps))
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
+    .use(streamingRoutes(deps))
     .use(browserDecideRoutes(deps));
   // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
   return onBothMounts(app, (prefix) =>

@@ -21,6 +21,8 @@ import { OrgStore } from "./orgs/store";
 import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
+import { StreamingFactsCache } from "./streaming/facts-cache";
+import { StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
 import { UserStore } from "./users/store";
 
@@ -45,6 +47,8 @@ export interface Deps {
   readonly flusher: Flusher;
   readonly users: UserStore;
   readonly userFacts: UserFactsCache;
+  readonly streamingStore: StreamingStore;
+  readonly streamingFacts: StreamingFactsCache;
   readonly previewTokens: PreviewTokens;
   readonly keyedDecideRate: RateWindows;
   readonly browserDecideRate: RateWindows;
@@ -85,6 +89,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
+  const streamingStore = new StreamingStore(database.db);
+  const streamingFacts = new StreamingFactsCache(streamingStore);
 
   const giftStore = new GiftStore(database.db);
   const gifts = new GiftLedger(new GiftTokens(config.secret), giftStore, meters, config.readDeadlineMs);
@@ -103,6 +109,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return userFacts.invalidate(change.tenantId, change.subject);
       case "gift":
         return gifts.onGiftChanged(change.tenantId, change.subject, now());
+      case "streaming":
+        return streamingFacts.invalidate(change.tenantId, change.subject);
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
@@ -151,6 +159,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     flusher,
     users,
     userFacts,
+    streamingStore,
+    streamingFacts,
     previewTokens: new PreviewTokens(config.secret),
     keyedDecideRate: new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),

@@ -3,7 +3,7 @@ import { type Database, rowsOf } from "../../db/client";
 import { changeLog } from "../../db/schema";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift" | "streaming";
 
 export interface Change {
   readonly topic: ChangeTopic;
@@ -58,10 +58,24 @@ export class ChangeFeed {
   /** Records a change and applies it in this process before returning. */
   async publish(change: Change): Promise<void> {
     await this.database.db.insert(changeLog).values(change);
+    await this.notify();
+    await this.poll();
+  }
+
+  /**
+   * Tells every process that `change_log` has rows past what they saw, and starts applying them
+   * here without waiting: for a writer that inserted its change row in its own statement and has
+   * already applied the change to its own process (a streaming batch).
+   */
+  async announce(): Promise<void> {
+    await this.notify();
+    void this.poll();
+  }
+
+  private async notify(): Promise<void> {
     if (this.database.kind === "server") {
       await this.database.db.execute(sql`select pg_notify(${CHANNEL}, '')`);
     }
-    await this.poll();
   }
 
   /** Applies every change past the last one seen; overlapping calls coalesce. */

@@ -13,9 +13,11 @@ import {
   FALSE,
   type MeterValues,
   metersRead,
+  readsNamespace,
 } from "./conditions";
 import { decisionJsonHead } from "./decision-json";
 import {
+  type FactNamespace,
   type FeatureDefinition,
   isReferenceField,
   type OutcomeDefinition,
@@ -45,6 +47,11 @@ export interface CompiledSite {
   readonly meters: ReadonlyMap<string, CompiledMeter>;
   readonly features: ReadonlyMap<string, CompiledFeature>;
   readonly experiments: ReadonlyMap<string, CompiledExperiment>;
+  /**
+   * Features whose rules or url templates read `streaming.*`; null when none does, so decide
+   * loads a user's streaming values only for a request naming one of them.
+   */
+  readonly streamingFeatures: ReadonlySet<string> | null;
   /**
    * Verifies a content descriptor against the site's content keys. Null when absent, forged,
    * malformed, signed with an unknown `kid` or expired: `content.*` is then unavailable.
@@ -268,6 +275,14 @@ function compileFeature(
   });
 }
 
+/** Whether a feature's rules or outcome urls read a fact of the namespace. */
+function featureReadsNamespace(def: FeatureDefinition, ns: FactNamespace): boolean {
+  if ((def.rules ?? []).some((r) => r.when !== undefined && readsNamespace(r.when, ns))) return true;
+  return Object.values(def.outcomes).some(
+    (o) => o.url !== undefined && urlTemplateParts(o.url).facts.some((f) => f.startsWith(`${ns}.`)),
+  );
+}
+
 /**
  * Compiles a validated site document (see validateSiteDocument). Throws only on a document that
  * did not pass validation.
@@ -289,6 +304,10 @@ export function compileSite(document: SiteDocument): CompiledSite {
     features.set(name, compileFeature(name, f, document, experiments));
   }
   const verifier = createContentVerifier(document.contentKeys ?? []);
+  const streamingFeatures = new Set<string>();
+  for (const [name, f] of Object.entries(document.features ?? {})) {
+    if (featureReadsNamespace(f, "streaming")) streamingFeatures.add(name);
+  }
   return Object.freeze({
     document,
     identityMode: document.identity.mode,
@@ -296,6 +315,7 @@ export function compileSite(document: SiteDocument): CompiledSite {
     meters,
     features,
     experiments,
+    streamingFeatures: streamingFeatures.size > 0 ? streamingFeatures : null,
     verifyContent: (descriptor: ContentDescriptor | undefined, nowMs: number): VerifiedContent | null =>
       verifier(descriptor, nowMs),
   });

@@ -291,6 +291,15 @@ export function compileCondition(c: Condition, env: ConditionEnvironment): Compi
   return compileFactTest(c);
 }
 
+/** Whether a condition may read a fact of the namespace (`streaming`, ...). */
+export function readsNamespace(c: Condition, ns: FactNamespace): boolean {
+  if ("all" in c) return c.all.some((x) => readsNamespace(x, ns));
+  if ("any" in c) return c.any.some((x) => readsNamespace(x, ns));
+  if ("not" in c) return readsNamespace(c.not, ns);
+  if ("atLeast" in c) return c.of.some((x) => readsNamespace(x, ns));
+  return "fact" in c && c.fact.startsWith(`${ns}.`);
+}
+
 /** Meter names a condition may read, in first-appearance order. */
 export function metersRead(c: Condition, into: string[] = []): string[] {
   if ("all" in c) for (const x of c.all) metersRead(x, into);

@@ -352,11 +352,18 @@ function documentSchema<C extends TSchema>(condition: C) {
           Type.Object(
             {
               description: Description,
-              source: Type.Literal("organization"),
+              source: Type.Literal("organization", {
+                description: "Who writes the rows: the organization, through POST /v1/streaming/{pipeline}.",
+              }),
               columns: Type.Record(
                 Type.String({ pattern: COLUMN_PATTERN }),
-                Type.Union([Type.Literal("number"), Type.Literal("string"), Type.Literal("boolean")]),
-                { additionalProperties: false },
+                Type.Union([
+                  Type.Literal("number"),
+                  Type.Literal("integer"),
+                  Type.Literal("boolean"),
+                  Type.Literal("string"),
+                ]),
+                { additionalProperties: false, maxProperties: 64, description: "Declared columns and their types." },
               ),
             },
             { additionalProperties: false },
@@ -372,6 +379,8 @@ function documentSchema<C extends TSchema>(condition: C) {
 export const SiteDocumentSchema = documentSchema(ConditionSchema);
 export type SiteDocument = Static<typeof SiteDocumentSchema>;
 export type FeatureDefinition = NonNullable<SiteDocument["features"]>[string];
+export type PipelineDefinition = NonNullable<SiteDocument["pipelines"]>[string];
+export type ColumnType = PipelineDefinition["columns"][string];
 export type OutcomeDefinition = FeatureDefinition["outcomes"][string];
 export type RuleDefinition = NonNullable<FeatureDefinition["rules"]>[number];
 

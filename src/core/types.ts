@@ -38,7 +38,10 @@ export interface FactSnapshot {
   readonly org: Readonly<Record<string, unknown>> | null;
   /** Unverified passthrough from the caller. Never merged with signed facts. */
   readonly context: Readonly<Record<string, unknown>>;
-  /** `streaming.<pipeline>.<field>`; empty until the streaming capability lands. */
+  /**
+   * `streaming.<pipeline>.<field>` (and `.window_end`, ISO 8601): the user's latest row per
+   * pipeline; empty for an anonymous subject and when no named feature reads `streaming.*`.
+   */
   readonly streaming: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** Mapped upstream claims; empty until the identity capability lands. */
   readonly external: Readonly<Record<string, unknown>>;

@@ -8,6 +8,7 @@ import type { GiftLedger } from "../gifts/ledger";
 import { withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import type { SiteState } from "../sites/registry";
+import type { StreamingFactsCache } from "../streaming/facts-cache";
 import type { UserFactsCache } from "../users/facts-cache";
 import { answerJson } from "./answer-json";
 import type { DecideInput } from "./model";
@@ -15,6 +16,7 @@ import type { DecideInput } from "./model";
 export interface DecideDeps {
   readonly meters: MeterCounters;
   readonly userFacts: UserFactsCache;
+  readonly streamingFacts: StreamingFactsCache;
   /** The Iglu schema URI of exposure events (from SVC_IGLU_VENDOR) as a JSON string, built once. */
   readonly exposureSchemaJson: string;
   /** How long a request waits for each round of store reads before it answers 503. */
@@ -24,11 +26,14 @@ export interface DecideDeps {
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
-export function decideDepsOf(deps: Pick<Deps, "meters" | "userFacts" | "config" | "gifts">): DecideDeps {
+export function decideDepsOf(
+  deps: Pick<Deps, "meters" | "userFacts" | "streamingFacts" | "config" | "gifts">,
+): DecideDeps {
   return {
     meters: deps.meters,
     gifts: deps.gifts,
     userFacts: deps.userFacts,
+    streamingFacts: deps.streamingFacts,
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
     readDeadlineMs: deps.config.readDeadlineMs,
   };
@@ -54,6 +59,15 @@ export interface DecideRequest {
 type Gift = FactSnapshot["gift"];
 
 const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
+type Streaming = FactSnapshot["streaming"];
+
+/** Whether a named feature reads `streaming.*` (no work at all for a document where none does). */
+function readsStreaming(document: CompiledSite, names: readonly string[]): boolean {
+  const readers = document.streamingFeatures;
+  if (readers === null) return false;
+  for (let i = 0; i < names.length; i++) if (readers.has(names[i] as string)) return true;
+  return false;
+}
 
 /** A 429 with Retry-After when the window is spent; a domain result turned into an error here. */
 export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
@@ -123,7 +137,8 @@ const READ_ROUNDS = 3;
  * Builds one frozen fact snapshot and evaluates every named feature; with `effects`, applies the
  * batch's deduplicated meter ticks once every feature has resolved, in the same synchronous run
  * as the evaluation (so the subject slots it found are still the subject's). It awaits the store
- * only for a user or meter values not yet held in memory, and is synchronous (no promise at all)
+ * only for a user, meter values or (when a named feature reads `streaming.*`) the user's
+ * streaming values not yet held in memory, and is synchronous (no promise at all)
  * when everything is held, as on the hot path. Each wait has the read deadline: past it the
  * request rejects with 503 and neither evaluates nor ticks, whenever the reads end.
  */
@@ -163,14 +178,24 @@ function evaluatePlain(
   effects: boolean,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
-  if (req.userId === null) return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], effects, gift);
+  if (req.userId === null) {
+    return withFacts(deps, req, null, EMPTY_OBJECT as FactSnapshot["grants"], EMPTY_OBJECT, effects, gift);
+  }
   const found = deps.userFacts.get(req.site.tenantId, req.userId, req.now);
-  if (found instanceof Promise) {
-    return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
-      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, effects, gift),
+  const streaming: Streaming | Promise<Streaming> = readsStreaming(req.document, req.input.features)
+    ? deps.streamingFacts.get(req.site.tenantId, req.site.id, req.userId)
+    : EMPTY_OBJECT;
+  if (streaming instanceof Promise) {
+    return withinDeadline(Promise.all([found, streaming]), deps.readDeadlineMs).then(([facts, values]) =>
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, values, effects, gift),
     );
   }
-  return withFacts(deps, req, found.traits, req.grants ?? found.grants, effects, gift);
+  if (found instanceof Promise) {
+    return withinDeadline(found, deps.readDeadlineMs).then((facts) =>
+      withFacts(deps, req, facts.traits, req.grants ?? facts.grants, streaming, effects, gift),
+    );
+  }
+  return withFacts(deps, req, found.traits, req.grants ?? found.grants, streaming, effects, gift);
 }
 
 function withFacts(
@@ -178,6 +203,7 @@ function withFacts(
   req: DecideRequest,
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
+  streaming: Streaming,
   effects: boolean,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
@@ -226,10 +252,10 @@ function withFacts(
     const who = subject as string;
     const ms = deps.readDeadlineMs;
     return withinDeadline(Promise.all(misses), ms).then(() =>
-      afterReads(req, traits, grants, who, read, effects, READ_ROUNDS - 1, ms, gift),
+      afterReads(req, traits, grants, streaming, who, read, effects, READ_ROUNDS - 1, ms, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
+  return evaluateHeld(req, traits, grants, streaming, subject, held, found, effects, gift);
 }
 
 /**
@@ -240,6 +266,7 @@ function afterReads(
   req: DecideRequest,
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
+  streaming: Streaming,
   subject: string,
   held: MeterSlot[],
   effects: boolean,
@@ -259,10 +286,10 @@ function afterReads(
   }
   if (misses !== null) {
     return withinDeadline(Promise.all(misses), deadlineMs).then(() =>
-      afterReads(req, traits, grants, subject, held, effects, rounds - 1, deadlineMs, gift),
+      afterReads(req, traits, grants, streaming, subject, held, effects, rounds - 1, deadlineMs, gift),
     );
   }
-  return evaluateHeld(req, traits, grants, subject, held, found, effects, gift);
+  return evaluateHeld(req, traits, grants, streaming, subject, held, found, effects, gift);
 }
 
 /** Evaluates with the subject's slots found in this same synchronous run (-1: not held). */
@@ -270,6 +297,7 @@ function evaluateHeld(
   req: DecideRequest,
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
+  streaming: Streaming,
   subject: string | null,
   held: MeterSlot[] | null,
   found: number[] | null,
@@ -304,7 +332,7 @@ function evaluateHeld(
     user: traits,
     org: req.org ?? null,
     context: input.context ?? EMPTY_OBJECT,
-    streaming: EMPTY_OBJECT,
+    streaming,
     external: EMPTY_OBJECT,
     gift,
     subject,

@@ -1,7 +1,7 @@
 import type { ApiKey, KeyService } from "../keys/service";
 import type { SiteRegistry, SiteState } from "../sites/registry";
 import { AppError } from "./errors";
-import { readSiteId, servedSite, tenantOf } from "./site";
+import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "./site";
 
 export const missingKey = () => new AppError("unauthorized", "Missing API key.");
 export const invalidKey = () => new AppError("unauthorized", "Invalid or missing API key.");
@@ -35,6 +35,11 @@ export interface KeyGuardOptions {
   readonly permission?: string;
   /** Accept a key pinned to any site of the tenant (upstream pushes). */
   readonly anySiteOfTenant?: boolean;
+  /**
+   * The site is the key's pin (streaming writes): no site header is needed; one that names
+   * another site is refused like a wrong pin (403).
+   */
+  readonly siteFromKey?: boolean;
 }
 
 /**
@@ -49,7 +54,7 @@ export function authenticateKeyed(
   options: KeyGuardOptions = {},
 ): KeyedRequest | Promise<KeyedRequest> {
   const headers = request.headers;
-  const siteId = readSiteId(headers);
+  const siteId = options.siteFromKey ? headers.get(SITE_HEADER) : readSiteId(headers);
   const value = presentedKey(headers);
   if (value === null) throw missingKey();
   if (value === "") throw invalidKey();
@@ -62,7 +67,7 @@ export function authenticateKeyed(
 function admit(
   deps: KeyGuardDeps,
   request: Request,
-  siteId: string,
+  siteId: string | null,
   apiKey: ApiKey | null,
   now: number,
   options: KeyGuardOptions,
@@ -70,8 +75,13 @@ function admit(
   const tenantId = tenantOf(deps.registry, request);
   if (!apiKey || apiKey.tenantId !== tenantId) throw invalidKey();
   // Upstream pushes take a key of any of the tenant's sites; the tenant check above holds.
-  if (!options.anySiteOfTenant && apiKey.siteId !== siteId) throw wrongSite();
-  const site = servedSite(deps.registry, tenantId, siteId);
+  if (
+    options.siteFromKey
+      ? siteId !== null && siteId !== apiKey.siteId
+      : !options.anySiteOfTenant && apiKey.siteId !== siteId
+  )
+    throw wrongSite();
+  const site = servedSite(deps.registry, tenantId, options.siteFromKey ? apiKey.siteId : (siteId as string));
   if (options.permission && !apiKey.permissions.includes(options.permission)) throw lacksPermission(options.permission);
   deps.keys.recordUse(apiKey, now);
   return { apiKey, site };

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, gt, isNull, ne, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { identityConflicts, magicLinks, sessions, upstreamSubjects, users } from "../../db/schema";
+import { identityConflicts, magicLinks, sessions, streamingValues, upstreamSubjects, users } from "../../db/schema";
 import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
 import type { UserRow } from "../users/store";
 
@@ -188,7 +188,7 @@ export class IdentityStore {
     return this.db.select().from(identityConflicts).where(eq(identityConflicts.tenantId, tenantId));
   }
 
-  /** Anonymises a user in place (id and record kept) and ends every session. */
+  /** Anonymises a user in place (id and record kept), ends every session, drops streaming values. */
   async erase(userId: string, now: Date): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx
@@ -205,6 +205,7 @@ export class IdentityStore {
         })
         .where(eq(users.id, userId));
       await tx.delete(sessions).where(eq(sessions.userId, userId));
+      await tx.delete(streamingValues).where(eq(streamingValues.userId, userId));
     });
   }
 

@@ -60,6 +60,13 @@ function errorsOf(mutate: (d: Record<string, any>) => void): { path: string; mes
   return r.ok ? [] : r.errors;
 }
 
+test("pipeline columns may be number, integer, boolean or string", () => {
+  const d = base();
+  d.pipelines.scores.columns = { a: "number", b: "integer", c: "boolean", d: "string" };
+  d.features.paywall.rules[0].when = { fact: "streaming.scores.b", gte: 2 };
+  expect(validateSiteDocument(d).ok).toBe(true);
+});
+
 test("the base document is valid and returned as given", () => {
   const d = base();
   const r = validateSiteDocument(d);
@@ -211,6 +218,14 @@ describe("structural errors name their JSON pointer", () => {
       (d) => (d.pipelines.scores.columns.score = "float"),
       "/pipelines/scores/columns/score",
       /one of/,
+    ],
+    [
+      "too many pipeline columns",
+      (d) => {
+        for (let i = 0; i < 65; i++) d.pipelines.scores.columns[`c${i}`] = "number";
+      },
+      "/pipelines/scores/columns",
+      /64/,
     ],
     [
       "duplicate tick",

@@ -282,6 +282,18 @@ export const ROUTES: RouteSpec[] = withPreflights([
     credential: "key",
     body: (w) => ({ userId: w.gifter, giftId: w.giftId }),
   },
+  {
+    method: "POST",
+    path: "/v1/streaming/:pipeline",
+    credential: "key",
+    params: () => ({ pipeline: "engagement" }),
+    body: () => ({
+      rows: [
+        { user_id: FUZZ_UUID, window_end: "2026-11-21T10:00:00Z", score: 0.5, visits: 3, segment: "loyal" },
+        { user_id: FUZZ_UUID, window_end: 1_795_000_000_000, churn_risk: null },
+      ],
+    }),
+  },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
   {
     method: "PUT",

@@ -25,6 +25,12 @@ function newsDocument() {
       edition: { type: "string", values: ["uk", "us"], retired: ["eu"] },
       birthYear: { type: "number" },
     },
+    pipelines: {
+      engagement: {
+        source: "organization",
+        columns: { score: "number", visits: "integer", churn_risk: "boolean", segment: "string" },
+      },
+    },
   });
   (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
   return doc;
@@ -60,7 +66,7 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
     if (r.status >= 300) throw new Error(`fuzz setup: ${r.status} ${await r.text()}`);
     return r;
   };
-  const { key } = await seedSite(h, "news", newsDocument());
+  const { key } = await seedSite(h, "news", newsDocument(), { permissions: ["streaming:write"] });
   await seedSite(h, "dual", dualDocument());
   await ok(h.admin("PUT", "/admin/tenants/default/identity-provider", { issuer: idp.issuer, jwksUrl: idp.jwksUrl }));
 
