@@ -119,6 +119,15 @@ function internalErrorResponse(): Response {
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
+/** A request URL's path without parsing it (a URL without a usable Host does not parse). */
+function pathOf(url: string): string {
+  const scheme = url.indexOf("://");
+  const start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
 /**
  * `SVC_HTTP_SERVER=bun` with request ids and request metrics: Bun.serve with the app's native
  * routes and `app.fetch`, each answer given its `x-request-id` and counted (the time excludes
@@ -148,16 +157,19 @@ function serveOverBun(
         response = new Response(response.body, response);
         response.headers.set("x-request-id", id);
       }
-      const path = new URL(request.url).pathname;
-      requests.answered(
-        native === undefined ? undefined : requests.nativeStats(request.method, native),
-        request.method,
-        path,
-        response.status,
-        (performance.now() - startedAt) / 1000,
-        id,
-        request.headers.get("x-svc-site-id"),
-      );
+      try {
+        requests.answered(
+          native === undefined ? undefined : requests.nativeStats(request.method, native),
+          request.method,
+          pathOf(request.url),
+          response.status,
+          (performance.now() - startedAt) / 1000,
+          id,
+          request.headers.get("x-svc-site-id"),
+        );
+      } catch {
+        // Counting an answer must never fail it.
+      }
       return response;
     };
   const native = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??

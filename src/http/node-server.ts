@@ -210,13 +210,18 @@ async function write(
   headers["content-length"] = String(body.byteLength);
   res.writeHead(response.status, headers);
   res.end(req.method === "HEAD" ? undefined : body);
-  requests?.answered(
-    answering.stats,
-    answering.method,
-    answering.path,
-    response.status,
-    (performance.now() - answering.startedAt) / 1000,
-    answering.id,
-    answering.site,
-  );
+  if (requests === undefined) return;
+  try {
+    requests.answered(
+      answering.stats,
+      answering.method,
+      answering.path,
+      response.status,
+      (performance.now() - answering.startedAt) / 1000,
+      answering.id,
+      answering.site,
+    );
+  } catch {
+    // Counting an answer already written must never fail it (nor end the process unhandled).
+  }
 }
