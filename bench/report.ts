@@ -62,6 +62,14 @@ export interface BenchResults {
   duration_s?: number;
 }
 
+/**
+ * The targets judged for a run: none for a smoke run, which only shows that the bench runs (its
+ * seconds-long windows measure nothing a target could be judged on).
+ */
+export function targetsFor(r: BenchResults): Record<string, Target> | undefined {
+  return r.mode === "smoke" ? undefined : evaluateTargets(r);
+}
+
 export function evaluateTargets(r: BenchResults): Record<string, Target> {
   const t: Record<string, Target> = {};
   const ratio = r.saturation?.ratio_to_ceiling ?? null;
@@ -266,7 +274,9 @@ export function printTable(r: BenchResults): void {
   console.log(`\nsvc bench (${r.mode}, ${r.store} store) on ${r.machine.cores} cores, ${r.machine.cpu_model}`);
   console.table(rows);
   for (const note of contentionNotes(r.contention)) console.log(note);
-  if (r.targets) {
+  if (r.mode === "smoke") {
+    console.log("smoke run: it checks that the bench runs; no target is judged (run --quick or a full run).");
+  } else if (r.targets) {
     console.table(
       Object.fromEntries(
         Object.entries(r.targets).map(([k, t]) => [

@@ -28,7 +28,7 @@ import {
   waitUntilQuiet,
 } from "./proc";
 import { summariseProfile } from "./profile";
-import { type BenchResults, contentionOf, evaluateTargets, printTable, writeResults } from "./report";
+import { type BenchResults, contentionOf, printTable, targetsFor, writeResults } from "./report";
 import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
@@ -410,7 +410,7 @@ function finish(code: number): Promise<number> {
     if (!current) return code;
     const { results, started } = current;
     await cleanupAll();
-    results.targets = evaluateTargets(results);
+    results.targets = targetsFor(results);
     results.duration_s = round((performance.now() - started) / 1000, 1);
     mkdirSync(RESULTS_DIR, { recursive: true });
     printTable(results);

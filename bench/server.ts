@@ -59,6 +59,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     SVC_OPERATOR_TOKEN: reuse?.env.SVC_OPERATOR_TOKEN ?? randomBytes(24).toString("base64url"),
     // The transport under test (README, Configuration): node:http by default, or Bun.serve.
     ...(process.env.SVC_HTTP_SERVER ? { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER } : {}),
+    // The runtime threads' scheduling (default normal; the full runs before issue 28 had idle).
+    ...(process.env.SVC_RUNTIME_THREADS ? { SVC_RUNTIME_THREADS: process.env.SVC_RUNTIME_THREADS } : {}),
     ...options.env,
   };
   let store: ServerHandle["store"] = "embedded";

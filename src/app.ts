@@ -16,6 +16,8 @@ import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
+import { type RequestStats, requestIdOf } from "./ops/requests";
+import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
 import { streamingRoutes } from "./streaming/routes";
 
@@ -49,13 +51,14 @@ export function createApp(deps: Deps) {
     .use(jsonBody(maxBody))
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
+    .use(opsRoutes(deps))
     .use(adminRoutes(deps))
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))
     .use(browserDecideRoutes(deps));
   // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
-  return onBothMounts(app, (prefix) =>
+  const whole = onBothMounts(app, (prefix) =>
     browserCors(
       deps.registry,
       new Elysia()
@@ -66,6 +69,9 @@ export function createApp(deps: Deps) {
         .use(forwardRoutes(deps, prefix)),
     ),
   );
+  // Request metrics label each answer with its route template, matched against this table.
+  deps.requests.setRoutes(whole.routes);
+  return whole;
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -81,15 +87,21 @@ export type App = ReturnType<typeof createApp>;
  * client's connection behind any answer still pending (src/http/node-server.ts), for deployments
  * whose every client is a proxy that never pipelines.
  */
-export function listen(app: App, deps: Pick<Deps, "config" | "logger">, port = deps.config.port) {
+export function listen(
+  app: App,
+  deps: Pick<Deps, "config" | "logger"> & Partial<Pick<Deps, "requests">>,
+  port = deps.config.port,
+) {
   const onError = (error: Error) => {
     deps.logger.error("unhandled server error", { error: `${error.name}: ${error.message}`, stack: error.stack });
   };
   const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
   const hostname = deps.config.host;
   if (deps.config.httpServer === "node") {
-    return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError });
+    return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError, requests: deps.requests });
   }
+  if (deps.requests !== undefined)
+    return serveOverBun(app, deps.requests, { port, hostname, maxRequestBodySize, onError });
   return app.listen({
     port,
     hostname,
@@ -97,10 +109,94 @@ export function listen(app: App, deps: Pick<Deps, "config" | "logger">, port = d
     development: false,
     error(error: Error) {
       onError(error);
-      return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
-        status: 500,
-        headers: { "content-type": "application/json" },
-      });
+      return internalErrorResponse();
     },
   });
+}
+
+function internalErrorResponse(): Response {
+  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+    status: 500,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+/** A request URL's path without parsing it (a URL without a usable Host does not parse). */
+function pathOf(url: string): string {
+  const scheme = url.indexOf("://");
+  const start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
+/**
+ * `SVC_HTTP_SERVER=bun` with request ids and request metrics: Bun.serve with the app's native
+ * routes and `app.fetch`, each answer given its `x-request-id` and counted (the time excludes
+ * writing it, which Bun does after the handler returns).
+ */
+function serveOverBun(
+  app: App,
+  requests: RequestStats,
+  options: { port: number; hostname: string; maxRequestBodySize: number; onError: (error: Error) => void },
+): App {
+  const observed =
+    (handler: Handler, native: string | undefined) =>
+    async (request: Request): Promise<Response> => {
+      const startedAt = performance.now();
+      const id = requestIdOf(request.headers.get("x-request-id"));
+      let response: Response;
+      try {
+        response = await handler(request);
+      } catch (error) {
+        options.onError(error instanceof Error ? error : new Error(String(error)));
+        response = internalErrorResponse();
+      }
+      try {
+        response.headers.set("x-request-id", id);
+      } catch {
+        // Immutable headers: the answer is copied with the id.
+        response = new Response(response.body, response);
+        response.headers.set("x-request-id", id);
+      }
+      try {
+        requests.answered(
+          native === undefined ? undefined : requests.nativeStats(request.method, native),
+          request.method,
+          pathOf(request.url),
+          response.status,
+          (performance.now() - startedAt) / 1000,
+          id,
+          request.headers.get("x-svc-site-id"),
+        );
+      } catch {
+        // Counting an answer must never fail it.
+      }
+      return response;
+    };
+  const native = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??
+    {}) as Record<string, Record<string, Handler>>;
+  const routes: Record<string, Record<string, Handler>> = {};
+  for (const [path, methods] of Object.entries(native)) {
+    routes[path] = {};
+    for (const [method, handler] of Object.entries(methods)) {
+      (routes[path] as Record<string, Handler>)[method] = observed(handler, path);
+    }
+  }
+  const fetch = observed((request) => app.fetch(request), undefined);
+  app.server = Bun.serve({
+    port: options.port,
+    hostname: options.hostname,
+    maxRequestBodySize: options.maxRequestBodySize,
+    development: false,
+    routes,
+    fetch,
+    error(error: Error) {
+      options.onError(error);
+      return internalErrorResponse();
+    },
+  }) as unknown as App["server"];
+  return app;
 }

@@ -32,7 +32,10 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** How long an upstream identity provider's JWKS may take before the exchange answers 503. */
   readonly idpTimeoutMs: number;
-  /** `idle`: the runtime's background threads yield to the request thread (src/runtime). */
+  /**
+   * `normal` (default): the runtime's threads as Bun schedules them. `idle` (opt-in): its
+   * background threads yield to the request thread (src/runtime; Linux and glibc only).
+   */
   readonly runtimeThreads: "idle" | "normal";
   /**
    * `node`: Bun's node:http server, which answers pipelined requests; `bun`: Bun.serve, faster,
@@ -45,6 +48,12 @@ export interface Config {
   readonly startRetryMs: number;
   /** How long an organization invitation stays pending (SVC_INVITATION_TTL_DAYS, default 7). */
   readonly invitationTtlDays: number;
+  /** A bearer token that may read /metrics besides the operator token (SVC_METRICS_TOKEN). */
+  readonly metricsToken: string | undefined;
+  /** One JSON line per answered request (SVC_ACCESS_LOG=1; off by default). */
+  readonly accessLog: boolean;
+  /** /ready answers 503 when the last good counter flush is more than this many intervals old. */
+  readonly readyFlushIntervals: number;
 }
 
 export class ConfigError extends Error {
@@ -102,13 +111,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (seedRaw !== undefined && seedRaw !== "" && !["0", "1", "true", "false"].includes(seedRaw)) {
     throw new ConfigError("SVC_SEED_DEMO", "must be 1, 0, true or false");
   }
-  const runtimeThreads = (env.SVC_RUNTIME_THREADS || "idle") as Config["runtimeThreads"];
+  const runtimeThreads = (env.SVC_RUNTIME_THREADS || "normal") as Config["runtimeThreads"];
   if (runtimeThreads !== "idle" && runtimeThreads !== "normal") {
     throw new ConfigError("SVC_RUNTIME_THREADS", `must be idle or normal (got "${runtimeThreads}")`);
   }
   const httpServer = (env.SVC_HTTP_SERVER || "node") as Config["httpServer"];
   if (httpServer !== "node" && httpServer !== "bun") {
     throw new ConfigError("SVC_HTTP_SERVER", `must be node or bun (got "${httpServer}")`);
+  }
+  const accessLogRaw = env.SVC_ACCESS_LOG;
+  if (accessLogRaw !== undefined && accessLogRaw !== "" && !["0", "1", "true", "false"].includes(accessLogRaw)) {
+    throw new ConfigError("SVC_ACCESS_LOG", "must be 1, 0, true or false");
+  }
+  const metricsToken = env.SVC_METRICS_TOKEN === "" ? undefined : env.SVC_METRICS_TOKEN;
+  if (metricsToken !== undefined && metricsToken.length < 24) {
+    throw new ConfigError("SVC_METRICS_TOKEN", "must be at least 24 characters");
   }
   const seedDemo =
     seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
@@ -139,6 +156,9 @@ export function loadConfig(env: Env = process.env): Config {
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
     startRetryMs: intVar(env, "SVC_START_RETRY_MS", 30_000, 0, 3_600_000),
     invitationTtlDays: intVar(env, "SVC_INVITATION_TTL_DAYS", 7, 1, 365),
+    metricsToken,
+    accessLog: accessLogRaw === "1" || accessLogRaw === "true",
+    readyFlushIntervals: intVar(env, "SVC_READY_FLUSH_INTERVALS", 20, 1, 100_000),
   });
 }
 

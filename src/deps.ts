@@ -15,8 +15,9 @@ import { KeyService } from "./keys/service";
 import { KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
-import { logTransport, type MailTransport, Outbox, smtpTransport } from "./mail/outbox";
+import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
 import { SealedText } from "./mail/sealed-text";
+import { RequestStats } from "./ops/requests";
 import { OrgStore } from "./orgs/store";
 import { PreviewTokens } from "./preview/tokens";
 import { SiteRegistry } from "./sites/registry";
@@ -58,6 +59,10 @@ export interface Deps {
   readonly orgs: OrgStore;
   readonly giftStore: GiftStore;
   readonly gifts: GiftLedger;
+  /** Answers by route and status (and the access log), counted by the transport. */
+  readonly requests: RequestStats;
+  /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
+  readonly lifecycle: { started: boolean };
 }
 
 export interface DepsOverrides {
@@ -118,8 +123,15 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
   keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
+  // Without SMTP, mail is printed only for the embedded development store; with a Postgres
+  // server (DATABASE_URL) it is refused, so live sign-in links never reach a production log.
   const transport =
-    overrides.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl, config.mailFrom) : logTransport());
+    overrides.mailTransport ??
+    (config.smtpUrl
+      ? smtpTransport(config.smtpUrl, config.mailFrom)
+      : config.databaseUrl === undefined
+        ? logTransport()
+        : noMailTransport());
   const outbox = new Outbox(
     database.db,
     transport,
@@ -146,6 +158,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     outbox,
     identityDeps,
     orgs,
+    requests: new RequestStats(logger, config.accessLog),
+    lifecycle: { started: false },
     config,
     logger,
     now,
@@ -177,10 +191,12 @@ export async function startDeps(deps: Deps): Promise<void> {
   await deps.changes.start();
   deps.flusher.start();
   deps.outbox.start();
+  deps.lifecycle.started = true;
 }
 
 /** Flushes every counter and closes the store: a graceful stop loses nothing. */
 export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } = {}): Promise<void> {
+  deps.lifecycle.started = false;
   deps.flusher.stop();
   await deps.outbox.stop();
   await deps.changes.stop();

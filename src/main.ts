@@ -1,12 +1,14 @@
+import { readFileSync } from "node:fs";
 import type { Database } from "../db/client";
 import { openDatabaseRetrying, openFailureMessage } from "../db/open-retrying";
 import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
+import { signContentPayload } from "./core/verifier";
 import { createDeps, startDeps, stopDeps } from "./deps";
 import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
 import { keepFilesPrivate } from "./runtime/private-files";
-import { seedDemo } from "./seed";
+import { demoDocumentPath, seedDemo } from "./seed";
 
 // Before anything writes the data folder: every file the server creates is private (0600/0700).
 keepFilesPrivate();
@@ -34,12 +36,27 @@ if (config.seedDemo) {
   const demo = await seedDemo(deps);
   if (demo) {
     // Printed once: the key value is not stored and cannot be shown again.
+    const decide = `curl -s http://127.0.0.1:${port}/v1/decide -H 'x-svc-site-id: ${demo.site}' -H 'Authorization: Bearer ${demo.key}' -H 'content-type: application/json'`;
+    const article = demoArticle("a-1001");
     console.log(`
 Demo data created (tenant "default", site "${demo.site}", one API key). Try a decision:
 
-curl -s http://127.0.0.1:${port}/v1/decide -H 'x-svc-site-id: ${demo.site}' -H 'Authorization: Bearer ${demo.key}' -H 'content-type: application/json' -d '{"features":["paywall","newsletter_prompt"],"deviceId":"device-1"}'
+${decide} -d '{"features":["paywall","newsletter_prompt"],"deviceId":"device-1"}'
+
+A metered article: the descriptor a publisher's CMS signs with the site's content key. The demo
+meter lets five different articles through a month, then the paywall denies (npx svc demo-request
+sends one for any article id):
+
+${decide} -d '${JSON.stringify({ features: ["paywall"], deviceId: "device-1", content: article })}'
 `);
   }
+}
+
+/** The demo site's content descriptor for an article, signed with its document's first key. */
+function demoArticle(id: string): { payload: string; signature: string } {
+  const document = JSON.parse(readFileSync(demoDocumentPath, "utf8")) as { contentKeys: { secret: string }[] };
+  const payload = JSON.stringify({ id, section: "news", access: "metered" });
+  return { payload, signature: signContentPayload(payload, document.contentKeys[0]?.secret ?? "") };
 }
 
 let stopping = false;

@@ -11,11 +11,15 @@ describe("configuration", () => {
     expect(config.port).toBe(3000);
     expect(config.databaseUrl).toBeUndefined();
     expect(config.seedDemo).toBe(true);
-    expect(config.runtimeThreads).toBe("idle");
+    expect(config.runtimeThreads).toBe("normal");
+    expect(config.accessLog).toBe(false);
+    expect(config.metricsToken).toBeUndefined();
+    expect(config.readyFlushIntervals).toBe(20);
     expect(config.httpServer).toBe("node");
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
-    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "normal" }).runtimeThreads).toBe("normal");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "idle" }).runtimeThreads).toBe("idle");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ACCESS_LOG: "1" }).accessLog).toBe(true);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
   });
 

@@ -26,6 +26,8 @@ export class ChangeFeed {
   private unlisten: (() => Promise<void>) | null = null;
   private polling: Promise<void> | null = null;
   private again = false;
+  /** When the change log was last read successfully (performance.now()), for /metrics. */
+  lastReadAt = performance.now();
 
   constructor(
     private readonly database: Database,
@@ -53,6 +55,15 @@ export class ChangeFeed {
     if (this.unlisten) await this.unlisten();
     this.unlisten = null;
     if (this.polling) await this.polling;
+  }
+
+  /**
+   * Seconds since this process last read the change log: how far behind other processes'
+   * changes it may be. 0 without a poll timer (the embedded store: this process makes and
+   * applies every change itself).
+   */
+  lagSeconds(now = performance.now()): number {
+    return this.pollMs > 0 && this.timer !== null ? (now - this.lastReadAt) / 1000 : 0;
   }
 
   /** Records a change and applies it in this process before returning. */
@@ -106,6 +117,7 @@ export class ChangeFeed {
             }
             this.lastId = row.id;
           }
+          this.lastReadAt = performance.now();
           if (rows.length === 1000) this.again = true;
         } catch (error) {
           this.logger.warn("change poll failed", { error: String(error) });

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { siteDocumentJsonSchema } from "../core/document";
+import { demoRequest } from "./demo-request";
 
 export interface CliIo {
   readonly env: Record<string, string | undefined>;
@@ -37,6 +38,9 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   gifts report <site> [--tenant T]              gift links minted and redeemed, per gifter and article
   gifts revoke <site> <giftId> [--tenant T]
   schema                      print the site-document JSON Schema (no server needed)
+  demo-request [--article ID] [--device D] [--free]
+                              one decision on the demo site with a signed content descriptor
+                              (key: SVC_KEY, else issued once into $SVC_DATA_DIR/demo-key)
 
 Environment: SVC_URL (default http://127.0.0.1:$PORT, PORT default 3000),
 SVC_OPERATOR_TOKEN (else read from $SVC_DATA_DIR/operator-token, SVC_DATA_DIR default ./data).
@@ -99,13 +103,16 @@ function parse(argv: string[]) {
       clear: { type: "boolean" },
       slug: { type: "string" },
       owner: { type: "string" },
+      article: { type: "string" },
+      device: { type: "string" },
+      free: { type: "boolean" },
     },
   });
 }
 
 type Values = ReturnType<typeof parse>["values"];
 
-const ONE_WORD = new Set(["deploy", "preview-token", "schema"]);
+const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request"]);
 
 interface Output {
   json: unknown;
@@ -124,6 +131,20 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
   // One-word commands take their arguments right after the word; the rest are "group action".
   const command = group && ONE_WORD.has(group) ? group : `${group} ${action ?? ""}`.trim();
   switch (command) {
+    case "demo-request":
+      try {
+        return await demoRequest(
+          { env, call },
+          {
+            article: values.article ?? "a-1001",
+            device: values.device ?? "device-1",
+            access: values.free ? "free" : "metered",
+          },
+        );
+      } catch (error) {
+        if (error instanceof CliError) throw error;
+        throw new CliError((error as Error).message);
+      }
     case "schema":
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
     case "tenant create": {

@@ -1,4 +1,5 @@
 import type { Logger } from "../logger";
+import { Buckets, STORE_BUCKETS } from "../ops/histogram";
 
 /**
  * Something holding unflushed deltas. A flush that fails must keep its deltas for the next one;
@@ -17,6 +18,12 @@ export interface Flushable {
 export class Flusher {
   private timer: ReturnType<typeof setInterval> | null = null;
   private running: Promise<void> | null = null;
+  /** How long each flush took (seconds), for /metrics. */
+  readonly durations = new Buckets(STORE_BUCKETS);
+  /** Flushes of a part that failed (its deltas kept for the next one). */
+  failures = 0;
+  /** When the last flush in which every part succeeded ended (performance.now()); set at start. */
+  lastSuccessAt = performance.now();
 
   constructor(
     private readonly parts: readonly Flushable[],
@@ -33,6 +40,11 @@ export class Flusher {
     (this.timer as { unref?: () => void }).unref?.();
   }
 
+  /** How many flush intervals have passed since the last flush that fully succeeded. */
+  intervalsBehind(now = performance.now()): number {
+    return (now - this.lastSuccessAt) / this.intervalMs;
+  }
+
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -42,16 +54,23 @@ export class Flusher {
   async flushAll(): Promise<void> {
     while (this.running) await this.running;
     this.running = (async () => {
+      const startedAt = performance.now();
+      let failed = false;
       for (const part of this.parts) {
         try {
           await part.flush(this.logger);
         } catch (error) {
+          failed = true;
+          this.failures++;
           this.logger.error("counter flush failed; deltas kept for the next flush", {
             counter: part.name,
             error: String(error),
           });
         }
       }
+      const endedAt = performance.now();
+      this.durations.observe((endedAt - startedAt) / 1000);
+      if (!failed) this.lastSuccessAt = endedAt;
     })();
     try {
       await this.running;

@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { createLogger, type Logger } from "../logger";
+import { Buckets, STORE_BUCKETS } from "../ops/histogram";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
@@ -702,6 +703,10 @@ export class MeterCounters implements Flushable {
   private readonly articleCodes = new Map<string, number>();
   private readonly maxArticleIds: number;
   private entries = 0;
+  /** Values dropped from memory past `maxEntries` since start, for /metrics. */
+  evictedTotal = 0;
+  /** How long each batched read of meter values took (seconds), for /metrics. */
+  readonly readLatency = new Buckets(STORE_BUCKETS);
   /** An eviction is scheduled (see `installed`). */
   private evictionDue = false;
   private readonly loader: BatchLoader<Loaded>;
@@ -718,7 +723,7 @@ export class MeterCounters implements Flushable {
     this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
     this.loader = new BatchLoader(
-      (keys) => this.loadMany(keys),
+      (keys) => this.timedLoad(keys),
       () => ({ count: 0, items: null }),
     );
   }
@@ -794,6 +799,7 @@ export class MeterCounters implements Flushable {
   /** @internal A table dropped a subject. */
   evicted(): void {
     this.entries -= 1;
+    this.evictedTotal += 1;
   }
 
   /** @internal A tick that lands once its value is read. */
@@ -1000,6 +1006,15 @@ export class MeterCounters implements Flushable {
       part.table.settleRows(outcomes[i] as Uint8Array, part.entries, this.present);
     }
     if (failure !== null) throw failure;
+  }
+
+  private async timedLoad(keys: string[]): Promise<Map<string, Loaded>> {
+    const startedAt = performance.now();
+    try {
+      return await this.loadMany(keys);
+    } finally {
+      this.readLatency.observe((performance.now() - startedAt) / 1000);
+    }
   }
 
   private async loadMany(keys: string[]): Promise<Map<string, Loaded>> {

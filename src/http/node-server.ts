@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
+import { type RequestStats, type RouteStats, requestIdOf } from "../ops/requests";
 import { appErrorResponse } from "./error-envelope";
 import { AppError, errorBody } from "./errors";
 
@@ -20,6 +21,18 @@ export interface NodeServerOptions {
   maxRequestBodySize: number;
   /** Whatever escapes every handler: logged, answered 500 in the envelope. */
   onError(error: Error): void;
+  /** Counts each answer by route and status (and writes the access log when enabled). */
+  requests?: RequestStats;
+}
+
+/** What `send` needs to label an answer: its id, start time, route and the request's site. */
+interface Answering {
+  readonly id: string;
+  readonly startedAt: number;
+  readonly method: string;
+  readonly path: string;
+  readonly stats: RouteStats | undefined;
+  readonly site: string | string[] | undefined;
 }
 
 /** The part of Bun's `Server` the app reads (`app.server`): the port, the peer address, stop. */
@@ -49,15 +62,36 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       headers: { "content-type": "application/json" },
     });
 
-  const dispatch = (req: IncomingMessage, res: ServerResponse, body: Buffer | undefined) => {
+  const requests = options.requests;
+  const send = (res: ServerResponse, response: Response, req: IncomingMessage, answering: Answering) =>
+    write(res, response, req, answering, requests);
+
+  const dispatch = (req: IncomingMessage, res: ServerResponse, body: Buffer | undefined, startedAt: number) => {
     const host = req.headers.host;
     const target = req.url ?? "/";
     const url = `http://${host}${target}`;
+    const method = req.method ?? "GET";
+    // The target's path, without parsing the URL a second time (canParse below vouches for it).
+    const query = target.indexOf("?");
+    const path = query === -1 ? target : target.slice(0, query);
+    const native = routes[path]?.[method];
+    const answering: Answering = {
+      id: requestIdOf(req.headers["x-request-id"]),
+      startedAt,
+      method,
+      path,
+      stats: native === undefined ? undefined : requests?.nativeStats(method, path),
+      site: req.headers["x-svc-site-id"],
+    };
     if (host === undefined || !target.startsWith("/") || !URL.canParse(url)) {
-      void send(res, appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")), req);
+      void send(
+        res,
+        appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")),
+        req,
+        answering,
+      );
       return;
     }
-    const method = req.method ?? "GET";
     const request = new Request(url, { method, headers: req.headers as Record<string, string>, body });
     const socket = req.socket;
     peers.set(request, {
@@ -65,9 +99,6 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       family: socket.remoteFamily ?? "",
       port: socket.remotePort ?? 0,
     });
-    // The target's path, without parsing the URL a second time (canParse above vouched for it).
-    const query = target.indexOf("?");
-    const native = routes[query === -1 ? target : target.slice(0, query)]?.[method];
     let answer: Response | Promise<Response>;
     try {
       answer = native === undefined ? app.fetch(request) : native(request);
@@ -76,16 +107,17 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
     }
     if (answer instanceof Promise) {
       answer.then(
-        (response) => send(res, response, req),
+        (response) => send(res, response, req, answering),
         (error: unknown) => {
           options.onError(error instanceof Error ? error : new Error(String(error)));
-          return send(res, internalError(), req);
+          return send(res, internalError(), req, answering);
         },
       );
-    } else void send(res, answer, req);
+    } else void send(res, answer, req, answering);
   };
 
   const server: Server = createServer((req, res) => {
+    const startedAt = performance.now();
     const declared = req.headers["content-length"];
     if (declared !== undefined && Number(declared) > options.maxRequestBodySize) {
       refuseTooLarge(res);
@@ -93,7 +125,7 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
     }
     if (req.method === "GET" || req.method === "HEAD" || declared === "0") {
       req.resume();
-      dispatch(req, res, undefined);
+      dispatch(req, res, undefined, startedAt);
       return;
     }
     let first: Buffer | undefined;
@@ -113,7 +145,7 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       else chunks.push(chunk);
     });
     req.on("end", () => {
-      if (!refused) dispatch(req, res, chunks === undefined ? first : Buffer.concat(chunks));
+      if (!refused) dispatch(req, res, chunks === undefined ? first : Buffer.concat(chunks), startedAt);
     });
   });
   // A request the HTTP parser refuses (headers or target too large, malformed framing) still
@@ -129,7 +161,7 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       ),
     );
     socket.end(
-      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestIdOf(undefined)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
   // Bun.serve's default idle timeout, so keep-alive clients see the same server either way.
@@ -154,20 +186,42 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
 }
 
 function refuseTooLarge(res: ServerResponse): void {
-  res.writeHead(413, { connection: "close", "content-length": "0" });
+  res.writeHead(413, { connection: "close", "content-length": "0", "x-request-id": requestIdOf(undefined) });
   res.end();
   res.socket?.destroySoon();
 }
 
-async function send(res: ServerResponse, response: Response, req: IncomingMessage): Promise<void> {
+/** Writes the answer with its `x-request-id`, then counts it (the time includes the write). */
+async function write(
+  res: ServerResponse,
+  response: Response,
+  req: IncomingMessage,
+  answering: Answering,
+  requests: RequestStats | undefined,
+): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
+  headers["x-request-id"] = answering.id;
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 1) headers["set-cookie"] = cookies;
   const body = Buffer.from(await response.arrayBuffer());
   headers["content-length"] = String(body.byteLength);
   res.writeHead(response.status, headers);
   res.end(req.method === "HEAD" ? undefined : body);
+  if (requests === undefined) return;
+  try {
+    requests.answered(
+      answering.stats,
+      answering.method,
+      answering.path,
+      response.status,
+      (performance.now() - answering.startedAt) / 1000,
+      answering.id,
+      answering.site,
+    );
+  } catch {
+    // Counting an answer already written must never fail it (nor end the process unhandled).
+  }
 }

@@ -292,6 +292,7 @@ export async function signInWithMagicLink(
 ): Promise<{ success: true }> {
   assertSignInOpen(input.site);
   checkCallbackUrl(input.site, input.callbackURL);
+  deps.outbox.assertCanSend();
   const linkBase = input.linkBase();
   const email = input.email.trim().toLowerCase();
   const wait = signInMailLimitsOf(deps).take(

@@ -2,6 +2,7 @@ import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import nodemailer from "nodemailer";
 import type { Db } from "../../db/client";
 import { mailOutbox } from "../../db/schema";
+import { AppError } from "../http/errors";
 import type { Logger } from "../logger";
 import type { SealedText } from "./sealed-text";
 
@@ -13,9 +14,12 @@ export interface Mail {
   readonly html?: string;
 }
 
-/** Where mail goes: SMTP in production; the log on a development machine with no SMTP. */
+/**
+ * Where mail goes: SMTP in production; the log with the embedded development store and no SMTP;
+ * `none` with a Postgres server (DATABASE_URL) and no SMTP: mail is refused (503), never printed.
+ */
 export interface MailTransport {
-  readonly kind: "smtp" | "log";
+  readonly kind: "smtp" | "log" | "none";
   send(mail: Mail): Promise<void>;
 }
 
@@ -29,14 +33,41 @@ export function smtpTransport(url: string, from: string): MailTransport {
   };
 }
 
-/** Development only: prints the whole message (links included) on stdout. */
+/**
+ * Development only (the embedded store, no SMTP): prints the whole message, links included, as
+ * one JSON log line on stdout.
+ */
 export function logTransport(write: (line: string) => void = (l) => console.log(l)): MailTransport {
   return {
     kind: "log",
     async send(mail) {
-      write(`\n--- mail to ${mail.to}: ${mail.subject} ---\n${mail.text}\n--- end of mail ---\n`);
+      write(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          level: "info",
+          message: "mail (development: no SVC_SMTP_URL, so printed instead of sent)",
+          to: mail.to,
+          subject: mail.subject,
+          text: mail.text,
+        }),
+      );
     },
   };
+}
+
+/** A Postgres server without SVC_SMTP_URL: no mail can be sent, and none is printed. */
+export function noMailTransport(): MailTransport {
+  return {
+    kind: "none",
+    async send() {
+      throw mailNotConfigured();
+    },
+  };
+}
+
+/** 503 without Retry-After: the capability is not configured, so retrying will not help. */
+export function mailNotConfigured(): AppError {
+  return new AppError("service_unavailable", "Mail is not configured on this server (SVC_SMTP_URL).", undefined, 503);
 }
 
 const BATCH = 20;
@@ -74,7 +105,13 @@ export class Outbox {
     private readonly sealed: SealedText,
   ) {}
 
+  /** Throws 503 (not configured) when this server cannot send mail: call before writing anything. */
+  assertCanSend(): void {
+    if (this.transport.kind === "none") throw mailNotConfigured();
+  }
+
   async enqueue(mail: Mail): Promise<void> {
+    this.assertCanSend();
     await this.db.insert(mailOutbox).values({
       tenantId: mail.tenantId,
       recipient: mail.to,
@@ -100,6 +137,15 @@ export class Outbox {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     if (this.draining) await this.draining;
+  }
+
+  /** Mails not sent yet (pending or being sent), for /metrics. */
+  async backlog(): Promise<number> {
+    const [row] = await this.db
+      .select({ n: sql<number | string>`count(*)` })
+      .from(mailOutbox)
+      .where(inArray(mailOutbox.status, ["pending", "sending"]));
+    return Number(row?.n ?? 0);
   }
 
   /** Sends what is due; returns how many were sent. Overlapping calls share one drain. */

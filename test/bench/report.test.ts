@@ -1,6 +1,13 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import type { MemoryResult } from "../../bench/memory";
-import { type BenchResults, contentionNotes, contentionOf, evaluateTargets } from "../../bench/report";
+import {
+  type BenchResults,
+  contentionNotes,
+  contentionOf,
+  evaluateTargets,
+  printTable,
+  targetsFor,
+} from "../../bench/report";
 
 describe("bench report: contention", () => {
   test("what neither our generator nor our server used is the busy cores less interrupts, steal and ours", () => {
@@ -51,6 +58,30 @@ describe("bench report: targets", () => {
     ({ subjects_touched: subjects, rss_mb: rss, rss_mb_at_1m_subjects: subjects >= 1_000_000 ? rss : null }) as
       | MemoryResult
       | undefined;
+
+  test("a smoke run judges no target and prints no verdict; a quick run still does", () => {
+    const saturation = { ratio_to_ceiling: 0.42 } as BenchResults["saturation"];
+    const smoke: BenchResults = { ...base, mode: "smoke", saturation };
+    expect(targetsFor(smoke)).toBeUndefined();
+    expect(targetsFor({ ...smoke, mode: "quick" })?.saturation_ratio?.met).toBe(true);
+    const printed: unknown[] = [];
+    const log = spyOn(console, "log").mockImplementation((...args: unknown[]) => void printed.push(...args));
+    const table = spyOn(console, "table").mockImplementation((...args: unknown[]) => void printed.push(...args));
+    try {
+      // Even a smoke result that carries targets (an older file) prints none of them.
+      printTable({ ...smoke, targets: evaluateTargets(smoke) });
+      const smokeText = JSON.stringify(printed);
+      expect(smokeText).toContain("no target is judged");
+      expect(smokeText).not.toContain("saturation_ratio");
+      expect(smokeText).not.toContain('"yes"');
+      printed.length = 0;
+      printTable({ ...smoke, mode: "quick", targets: evaluateTargets(smoke) });
+      expect(JSON.stringify(printed)).toContain("saturation_ratio");
+    } finally {
+      log.mockRestore();
+      table.mockRestore();
+    }
+  });
 
   test("a scenario that did not run is neither met nor missed", () => {
     const t = evaluateTargets(base);

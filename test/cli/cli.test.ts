@@ -182,9 +182,19 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
       const deadline = Date.now() + 10_000;
       const pattern = /https?:\/\/[^\s"]+\/svc\/v1\/id\/magic-link\?token=[A-Za-z0-9_-]+&site=demo/g;
       while (Date.now() < deadline) {
-        const output = server.output();
-        const from = output.lastIndexOf(`--- mail to ${email}:`);
-        const links = from === -1 ? null : output.slice(from, output.indexOf("--- end of mail", from)).match(pattern);
+        // Each development mail is one JSON log line with its recipient and text.
+        const mails = server
+          .output()
+          .split("\n")
+          .flatMap((line) => {
+            try {
+              return [JSON.parse(line) as { to?: string; text?: string }];
+            } catch {
+              return []; // not JSON, or a line still being written
+            }
+          })
+          .filter((line) => line.to === email);
+        const links = mails.at(-1)?.text?.match(pattern);
         if (links) return new URL(links.at(-1)!);
         await Bun.sleep(50);
       }

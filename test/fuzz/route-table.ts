@@ -104,6 +104,8 @@ const adminUser = (w: World) => ({ tenant: w.admin.tenant, user: w.admin.userId 
  */
 export const ROUTES: RouteSpec[] = withPreflights([
   { method: "GET", path: "/health", credential: "none" },
+  { method: "GET", path: "/ready", credential: "none" },
+  { method: "GET", path: "/metrics", credential: "operator" },
   {
     method: "POST",
     path: "/v1/decide",

@@ -15,7 +15,7 @@ export interface ServerProcess {
 /** Starts `bun src/main.ts` as a separate process on a free port and waits until it listens. */
 export async function startServerProcess(
   env: Record<string, string>,
-  options: { onOutput?: (output: string) => void } = {},
+  options: { onOutput?: (output: string) => void; startTimeoutMs?: number } = {},
 ): Promise<ServerProcess> {
   const child = Bun.spawn([process.execPath, "src/main.ts"], {
     cwd: root,
@@ -33,7 +33,7 @@ export async function startServerProcess(
   };
   void pump(child.stdout);
   void pump(child.stderr);
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
   let port = 0;
   while (Date.now() < deadline) {
     const match = out.match(/"message":"listening","port":(\d+)/);

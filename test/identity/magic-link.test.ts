@@ -182,7 +182,7 @@ describe("magic-link sign-in over a real SMTP server", () => {
 });
 
 describe("magic links without SMTP (development)", () => {
-  it("prints the whole link on stdout", async () => {
+  it("prints the whole link on stdout, as one JSON log line (the embedded development store)", async () => {
     const lines: string[] = [];
     const db = await freshDatabase("embedded");
     const h = await startHarness(db, { mailTransport: logTransport((l) => lines.push(l)) });
@@ -193,8 +193,11 @@ describe("magic links without SMTP (development)", () => {
         body: { email: "dev@example.com" },
       });
       await h.deps.outbox.drain();
-      const printed = lines.join("\n");
-      expect(printed).toMatch(/http:\/\/localhost\/v1\/id\/magic-link\?token=[A-Za-z0-9_-]{43}&site=news/);
+      expect(lines).toHaveLength(1);
+      const line = JSON.parse(lines[0] as string) as { level: string; to: string; text: string };
+      expect(line.level).toBe("info");
+      expect(line.to).toBe("dev@example.com");
+      expect(line.text).toMatch(/http:\/\/localhost\/v1\/id\/magic-link\?token=[A-Za-z0-9_-]{43}&site=news/);
     } finally {
       await h.stop();
       await db.drop();

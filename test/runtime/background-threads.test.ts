@@ -20,8 +20,12 @@ async function settledPolicies(pid: number, limitMs: number): Promise<ThreadPoli
 }
 
 describe.skipIf(!linux)("runtime background threads", () => {
-  it("are idle-class in a server process; the request thread and the others keep their policy", async () => {
-    const server = await startServerProcess({ SVC_DATA_DIR: tempDir(), SVC_SEED_DEMO: "0" });
+  it("are idle-class in a server process with SVC_RUNTIME_THREADS=idle; the request thread and the others keep their policy", async () => {
+    const server = await startServerProcess({
+      SVC_DATA_DIR: tempDir(),
+      SVC_SEED_DEMO: "0",
+      SVC_RUNTIME_THREADS: "idle",
+    });
     try {
       const threads = await settledPolicies(server.pid, 12_000);
       const runtime = threads.filter((t) => YIELDING_THREADS.test(t.name));
@@ -39,12 +43,8 @@ describe.skipIf(!linux)("runtime background threads", () => {
     }
   }, 60_000);
 
-  it("keep their policy with SVC_RUNTIME_THREADS=normal", async () => {
-    const server = await startServerProcess({
-      SVC_DATA_DIR: tempDir(),
-      SVC_SEED_DEMO: "0",
-      SVC_RUNTIME_THREADS: "normal",
-    });
+  it("keep their policy by default (SVC_RUNTIME_THREADS=normal)", async () => {
+    const server = await startServerProcess({ SVC_DATA_DIR: tempDir(), SVC_SEED_DEMO: "0" });
     try {
       await Bun.sleep(500);
       const threads = threadPolicies(server.pid);

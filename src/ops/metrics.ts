@@ -1,0 +1,160 @@
+import { type Metric, Registry } from "prom-client";
+import type { Deps } from "../deps";
+import { withinDeadline } from "../http/deadline";
+import type { Buckets } from "./histogram";
+
+type Labels = Record<string, string | number>;
+interface Sample {
+  readonly value: number;
+  readonly labels: Labels;
+  readonly metricName?: string;
+}
+
+/**
+ * A metric whose values are read from the service's own plain counters when /metrics is
+ * scraped (`read`), so the code that counts never calls prom-client: prom-client's registry
+ * formats these like its own metrics.
+ */
+class Scraped {
+  readonly aggregator = "sum";
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: "counter" | "gauge" | "histogram",
+    private readonly read: () => Sample[] | Promise<Sample[]>,
+  ) {}
+
+  async get() {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: await this.read(),
+    };
+  }
+}
+
+/** Prometheus samples of one histogram: cumulative `le` buckets, then sum and count. */
+function histogramSamples(name: string, buckets: Buckets, labels: Labels): Sample[] {
+  const samples: Sample[] = [];
+  let cumulative = 0;
+  for (let i = 0; i <= buckets.bounds.length; i++) {
+    cumulative += buckets.counts[i] as number;
+    const le = i < buckets.bounds.length ? String(buckets.bounds[i]) : "+Inf";
+    samples.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative });
+  }
+  samples.push({ metricName: `${name}_sum`, labels, value: buckets.sum });
+  samples.push({ metricName: `${name}_count`, labels, value: buckets.count });
+  return samples;
+}
+
+/** The registry /metrics serves: every value is read from the running service at scrape time. */
+export function metricsRegistry(deps: Deps): Registry {
+  const registry = new Registry();
+  const add = (metric: Scraped) => registry.registerMetric(metric as unknown as Metric);
+  const requests = () => [...deps.requests.routes()];
+
+  add(
+    new Scraped("svc_http_requests_total", "Requests answered, by method, route and status.", "counter", () =>
+      requests().flatMap((r) =>
+        [...r.byStatus].map(([status, b]) => ({
+          labels: { method: r.method, route: r.route, status },
+          value: b.count,
+        })),
+      ),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_http_request_duration_seconds",
+      "Time from a request's arrival to its answer written, by method, route and status.",
+      "histogram",
+      () =>
+        requests().flatMap((r) =>
+          [...r.byStatus].flatMap(([status, b]) =>
+            histogramSamples("svc_http_request_duration_seconds", b, { method: r.method, route: r.route, status }),
+          ),
+        ),
+    ),
+  );
+  add(
+    new Scraped("svc_http_rate_limited_total", "Requests refused by a rate window (429), by route.", "counter", () =>
+      requests().flatMap((r) => {
+        const limited = r.byStatus.get(429);
+        return limited ? [{ labels: { method: r.method, route: r.route }, value: limited.count }] : [];
+      }),
+    ),
+  );
+  add(
+    new Scraped("svc_meter_entries", "Meter values (subject and meter pairs) held in memory.", "gauge", () => [
+      { labels: {}, value: deps.meters.size },
+    ]),
+  );
+  add(
+    new Scraped(
+      "svc_meter_entries_evicted_total",
+      "Meter values dropped from memory past SVC_METER_ENTRIES (read back from the store when needed).",
+      "counter",
+      () => [{ labels: {}, value: deps.meters.evictedTotal }],
+    ),
+  );
+  add(
+    new Scraped("svc_flush_duration_seconds", "Time each counter flush took.", "histogram", () =>
+      histogramSamples("svc_flush_duration_seconds", deps.flusher.durations, {}),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_flush_failures_total",
+      "Counter flushes that failed (their deltas are kept for the next flush).",
+      "counter",
+      () => [{ labels: {}, value: deps.flusher.failures }],
+    ),
+  );
+  add(
+    new Scraped("svc_flush_backlog", "Meter values with deltas not flushed to the store yet.", "gauge", () => [
+      { labels: {}, value: deps.meters.pendingCount },
+    ]),
+  );
+  add(
+    new Scraped(
+      "svc_flush_last_success_age_seconds",
+      "Seconds since the last counter flush in which every counter succeeded.",
+      "gauge",
+      () => [{ labels: {}, value: (performance.now() - deps.flusher.lastSuccessAt) / 1000 }],
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_change_feed_lag_seconds",
+      "Seconds since this process last read the change log (0 on the embedded store, which has no other writer).",
+      "gauge",
+      () => [{ labels: {}, value: deps.changes.lagSeconds() }],
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_store_read_duration_seconds",
+      "Time each batched read of meter values from the store took.",
+      "histogram",
+      () => histogramSamples("svc_store_read_duration_seconds", deps.meters.readLatency, {}),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_outbox_backlog",
+      "Mails waiting to be sent (pending or being sent); absent when the store did not answer in time.",
+      "gauge",
+      async () => {
+        try {
+          return [{ labels: {}, value: await withinDeadline(deps.outbox.backlog(), deps.config.readDeadlineMs) }];
+        } catch {
+          return [];
+        }
+      },
+    ),
+  );
+  return registry;
+}

@@ -1,0 +1,33 @@
+import { Elysia } from "elysia";
+import { operatorTokenMatches } from "../admin/routes";
+import type { Deps } from "../deps";
+import { AppError } from "../http/errors";
+import { metricsRegistry } from "./metrics";
+import { READY_RETRY_AFTER_SECONDS, readiness } from "./ready";
+
+/**
+ * GET /ready: 200 when this process should get traffic, 503 with Retry-After otherwise (src/ops/ready.ts).
+ * GET /metrics: Prometheus text, for the operator token or SVC_METRICS_TOKEN as a bearer.
+ */
+export function opsRoutes(deps: Deps) {
+  const registry = metricsRegistry(deps);
+  return new Elysia()
+    .get("/ready", async ({ set }) => {
+      const state = await readiness(deps);
+      if (!state.ready) {
+        set.status = 503;
+        set.headers["retry-after"] = String(READY_RETRY_AFTER_SECONDS);
+      }
+      return state;
+    })
+    .get("/metrics", async ({ request }) => {
+      const auth = request.headers.get("authorization");
+      const token = auth?.toLowerCase().startsWith("bearer ") ? auth.slice(7).trim() : null;
+      const metricsToken = deps.config.metricsToken;
+      const allowed =
+        operatorTokenMatches(token, deps.config.operatorToken) ||
+        (metricsToken !== undefined && operatorTokenMatches(token, metricsToken));
+      if (!allowed) throw new AppError("unauthorized", "Invalid or missing metrics token.");
+      return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
+    });
+}
