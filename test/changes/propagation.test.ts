@@ -1,18 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { openDatabase } from "../../db/client";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
-
-/** Polls until `check` holds or a second has passed (the bound the issue sets). */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now();
-  while (performance.now() - start < ms) {
-    if (await check()) return performance.now() - start;
-    await Bun.sleep(20);
-  }
-  throw new Error(`not within ${ms} ms`);
-}
+import { startSecondProcess, within } from "../helpers/second-process";
 
 /**
  * Two processes' worth of state over one store: process A takes operator actions, process B
@@ -32,15 +22,7 @@ describe.each(storeKinds)("changes reach every process within a second (%s store
     db = await freshDatabase(kind);
     a = await startHarness(db);
     ({ key, keyId } = await seedSite(a, "news", basicDocument()));
-    if (db.url) {
-      const second = await openDatabase({ url: db.url });
-      closeSecond = () => second.close();
-      b = await startHarness(second);
-    } else {
-      b = await startHarness(db);
-    }
-    // B's clock follows A's.
-    b.clock.set(a.clock.now());
+    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
   }, 60_000);
   afterAll(async () => {
     await b.stop();

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { openDatabase } from "../../db/client";
 import { giftDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { startSecondProcess } from "../helpers/second-process";
 
 /**
  * Two processes' worth of state over one store (on a server, with connections of their own):
@@ -21,14 +21,7 @@ describe.each(storeKinds)("gift links across processes (%s store)", (kind) => {
     db = await freshDatabase(kind);
     a = await startHarness(db);
     ({ key } = await seedSite(a, "news", giftDocument()));
-    if (db.url) {
-      const second = await openDatabase({ url: db.url });
-      closeSecond = () => second.close();
-      b = await startHarness(second);
-    } else {
-      b = await startHarness(db);
-    }
-    b.clock.set(a.clock.now());
+    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
   }, 60_000);
   afterAll(async () => {
     await b.stop();

@@ -1,20 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { openDatabase } from "../../db/client";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { startSecondProcess, within } from "../helpers/second-process";
 import { newUser, outcomeFor, postRows, type Reply, stored, streamingDocument } from "./fixture";
 
 const T0 = Date.parse("2026-11-21T10:00:00Z");
-
-/** Polls until `check` holds, failing past `ms`. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now();
-  while (performance.now() - start < ms) {
-    if (await check()) return performance.now() - start;
-    await Bun.sleep(10);
-  }
-  throw new Error(`not within ${ms} ms`);
-}
 
 /**
  * Two processes' worth of state over one store (as test/changes/propagation.test.ts): on a
@@ -34,14 +24,7 @@ describe.each(storeKinds)("concurrent streaming writers and other processes (%s 
     ({ key: writer } = await seedSite(a, "news", streamingDocument(), { permissions: ["streaming:write"] }));
     const issued = await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "decide" });
     reader = ((await issued.json()) as { key: string }).key;
-    if (db.url) {
-      const second = await openDatabase({ url: db.url });
-      closeSecond = () => second.close();
-      b = await startHarness(second);
-    } else {
-      b = await startHarness(db);
-    }
-    b.clock.set(a.clock.now());
+    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
   }, 60_000);
   afterAll(async () => {
     await b.stop();

@@ -1,0 +1,36 @@
+import { openDatabase } from "../../db/client";
+import type { freshDatabase } from "./databases";
+import { type Harness, startHarness } from "./harness";
+
+/**
+ * A second process' worth of state over the same store as `first`, its clock following the
+ * first's: on a server it has its own connections (LISTEN/NOTIFY, its own pool, so writes race
+ * inside Postgres); on the embedded store it shares the in-process database and sees changes by
+ * polling the change log. `close` releases its own connections (after `harness.stop()`).
+ */
+export async function startSecondProcess(
+  db: Awaited<ReturnType<typeof freshDatabase>>,
+  first: Harness,
+): Promise<{ harness: Harness; close(): Promise<void> }> {
+  let close = async () => {};
+  let harness: Harness;
+  if (db.url) {
+    const second = await openDatabase({ url: db.url });
+    close = () => second.close();
+    harness = await startHarness(second);
+  } else {
+    harness = await startHarness(db);
+  }
+  harness.clock.set(first.clock.now());
+  return { harness, close };
+}
+
+/** Polls until `check` holds; how long it took, or an error past `ms`. */
+export async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    if (await check()) return performance.now() - start;
+    await Bun.sleep(10);
+  }
+  throw new Error(`not within ${ms} ms`);
+}
