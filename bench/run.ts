@@ -28,6 +28,7 @@ import {
   waitUntilQuiet,
 } from "./proc";
 import { summariseProfile } from "./profile";
+import { runRecommendationCache } from "./recommendations";
 import { type BenchResults, contentionOf, printTable, targetsFor, writeResults } from "./report";
 import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
@@ -35,7 +36,7 @@ import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE } from "./site";
 import { buildSpecRequests, runSpecRate } from "./spec-rate";
 import { round } from "./stats";
-import { runStreaming } from "./streaming";
+import { runStreaming, STREAMING_BATCH_ROWS } from "./streaming";
 import { buildBodies, buildPrimeBodies, createUsers, issueKeys, setupSite, signArticles } from "./workload";
 import { ensureWrk, wrkVersion } from "./wrk";
 
@@ -305,6 +306,17 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
 
   // Streaming writes last on the main server: their rows and change-log entries do not weigh on
   // the decide scenarios above, and no bench feature reads the pipeline.
+  // One writer first (a pipeline's sink usually writes in order), then several at once: on the
+  // embedded store their statements queue behind each other, so the second shows the queueing.
+  results.streaming_one_writer = await timed(`streaming: 1 client x 1,000-row batches for ${cfg.streamingS} s`, () =>
+    runStreaming({
+      server,
+      readers: STREAMING_BATCH_ROWS,
+      clients: 1,
+      durationS: cfg.streamingS,
+      label: "one",
+    }),
+  );
   results.streaming = await timed(
     `streaming: ${cfg.streamingClients} clients x 1,000-row batches for ${cfg.streamingS} s`,
     () =>
@@ -313,7 +325,13 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
         readers: cfg.streamingReaders,
         clients: cfg.streamingClients,
         durationS: cfg.streamingS,
+        label: "many",
       }),
+  );
+
+  results.recommendation_cache = await timed(
+    `recommendation cache hits: ${cfg.streamingClients} clients for ${cfg.streamingS} s`,
+    () => runRecommendationCache({ server, clients: cfg.streamingClients, durationS: cfg.streamingS }),
   );
 
   const code = await timed("stopping the decide server", () => server.stop());
@@ -394,6 +412,8 @@ function sanityErrors(r: BenchResults): string[] {
   if (!r.memory || r.memory.subjects_touched === 0) out.push("memory: no subject touched");
   if (r.read_back && r.read_back.status_200 === 0) out.push("read back: no request answered 200");
   if (!r.streaming || r.streaming.rows_received === 0) out.push("streaming: no row landed");
+  if (!r.streaming_one_writer || r.streaming_one_writer.rows_received === 0)
+    out.push("streaming (one writer): no row landed");
   return out;
 }
 

@@ -36,6 +36,8 @@ export interface StreamingOptions {
   readers: number;
   clients: number;
   durationS: number;
+  /** Distinguishes the readers' emails of one run from another's on the same server. */
+  label: string;
 }
 
 /** Creates the scenario's readers and a streaming:write key (CLI), then drives the load. */
@@ -45,7 +47,7 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
     "issue",
     BENCH_SITE,
     "--name",
-    "streaming",
+    `streaming ${o.label}`,
     "--permission",
     "streaming:write",
   ]);
@@ -56,7 +58,7 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
     async (i) =>
       (
         await admin<{ user: { id: string } }>(o.server, "POST", "/tenants/default/users", {
-          email: `streamed-${i}@bench.example`,
+          email: `streamed-${o.label}-${i}@bench.example`,
         })
       ).user.id,
   );

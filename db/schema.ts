@@ -37,6 +37,24 @@ export const tenantHosts = pgTable("tenant_hosts", {
     .references(() => tenants.id, { onDelete: "cascade" }),
 });
 
+/**
+ * Per-tenant settings of an outside service (src/outside): one row per (tenant, service), the
+ * JSON settings sealed with a key derived from SVC_SECRET (secrets are read back to call the
+ * service, so they are encrypted rather than hashed; `env:NAME` references keep them out entirely).
+ */
+export const tenantServices = pgTable(
+  "tenant_services",
+  {
+    tenantId: text()
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    service: text().notNull(),
+    config: text().notNull(),
+    updatedAt: timestamp({ withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.service] })],
+);
+
 export const sites = pgTable(
   "sites",
   {
@@ -323,6 +341,23 @@ export const streamingValues = pgTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.userId, t.pipeline] })],
 );
 
+/**
+ * Keyed decide's rate windows across processes (src/counters/quota-leases.ts): how much of a
+ * key's window every process together has claimed. A process claims a chunk with one upsert that
+ * never passes the limit, then spends it in memory. `last_grant` is what the latest claim got
+ * (computed from the row before it, so RETURNING can answer it). Rows of past windows are pruned.
+ */
+export const rateLeases = pgTable(
+  "rate_leases",
+  {
+    keyId: text().notNull(),
+    windowStart: bigint({ mode: "number" }).notNull(),
+    used: integer().notNull(),
+    lastGrant: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.windowStart] })],
+);
+
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),
@@ -366,4 +401,143 @@ export const giftAllowances = pgTable(
     count: integer().notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.gifterId, t.period] })],
+);
+
+/**
+ * Checkout sessions started at the payment provider (src/checkout): what was bought, by whom and
+ * for which site, captured when the session was created, so a webhook acts on this row (looked up
+ * by the provider's session id within the tenant) and never on what an event claims. The
+ * reader's address is not kept: a signed-out reader's comes back in the completed session.
+ */
+export const checkoutSessions = pgTable(
+  "checkout_sessions",
+  {
+    /** The provider's checkout session id (`cs_...`). */
+    id: text().primaryKey(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    /** The catalog item name of the offer. */
+    offer: text().notNull(),
+    grant: text().notNull(),
+    /** `payment` (one-time, `durationMs`) or `subscription` (until cancelled). */
+    mode: text().notNull(),
+    durationMs: bigint({ mode: "number" }),
+    /** The signed-in reader who started it; null for a signed-out reader (found by address on completion). */
+    userId: uuid(),
+    /** `open`, `granted`, `revoked`. */
+    status: text().notNull().default("open"),
+    grantedUserId: uuid(),
+    subscriptionId: text(),
+    paymentIntentId: text(),
+    customerId: text(),
+    createdAt: createdAt(),
+    completedAt: timestamp({ withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    index("checkout_sessions_subscription_idx").on(t.tenantId, t.subscriptionId),
+    index("checkout_sessions_payment_intent_idx").on(t.tenantId, t.paymentIntentId),
+    index("checkout_sessions_customer_idx").on(t.tenantId, t.customerId),
+  ],
+);
+
+/** Provider events already applied, by event id: a redelivered or replayed event changes nothing. */
+export const checkoutEvents = pgTable(
+  "checkout_events",
+  {
+    tenantId: text().notNull(),
+    eventId: text().notNull(),
+    type: text().notNull(),
+    /**
+     * What a revoking event ended (the subscription id, or a fully refunded payment intent), so a
+     * completion delivered after its own cancellation or refund grants nothing.
+     */
+    subject: text(),
+    processedAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.eventId] }),
+    index("checkout_events_subject_idx").on(t.tenantId, t.subject),
+  ],
+);
+
+/**
+ * The durable job queue (src/jobs): one row per (kind, key) while work is owed. A re-enqueue of a
+ * queued row collapses into it (its `run_at` is kept, so a steady stream of notices cannot starve
+ * it); one of a running row sets `dirty`, and the row is queued again when that run ends. Rows
+ * are claimed with FOR UPDATE SKIP LOCKED under a lease (`lease`, `lease_until`); a crashed
+ * worker's lease expires and the row is claimed again. Done rows are deleted; `dead` rows stay
+ * for operators until a fresh enqueue revives them.
+ */
+export const jobs = pgTable(
+  "jobs",
+  {
+    id: bigserial({ mode: "number" }).primaryKey(),
+    kind: text().notNull(),
+    key: text().notNull(),
+    payload: jsonb(),
+    state: text({ enum: ["queued", "running", "dead"] })
+      .notNull()
+      .default("queued"),
+    runAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    attempts: integer().notNull().default(0),
+    dirty: boolean().notNull().default(false),
+    lease: text(),
+    leaseUntil: timestamp({ withTimezone: true, mode: "date" }),
+    lastError: text(),
+    createdAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [uniqueIndex("jobs_kind_key_idx").on(t.kind, t.key), index("jobs_due_idx").on(t.state, t.runAt)],
+);
+
+/**
+ * A site's content items as last read from its CMS (src/content): what recommendations answer
+ * with. `cms_version` orders reads of one item (the story's last publish time, epoch ms; a 404's
+ * read time): an answer older than the stored one is never written over it.
+ */
+export const contentItems = pgTable(
+  "content_items",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    id: text().notNull(),
+    type: text().notNull().default("story"),
+    headline: text(),
+    description: text(),
+    image: text(),
+    url: text(),
+    publishedAt: timestamp({ withTimezone: true, mode: "date" }),
+    sections: jsonb().$type<string[]>().notNull().default([]),
+    tags: jsonb().$type<string[]>().notNull().default([]),
+    authors: jsonb().$type<{ id: string; name: string | null }[]>().notNull().default([]),
+    contentType: text(),
+    language: text(),
+    deleted: boolean().notNull().default(false),
+    cmsVersion: bigint({ mode: "number" }).notNull(),
+    readAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.id] })],
+);
+
+/** Authors as last read from the CMS, so a story's author ids get names (and a rename reaches every item). */
+export const contentAuthors = pgTable(
+  "content_authors",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    id: text().notNull(),
+    name: text(),
+    cmsVersion: bigint({ mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.id] })],
+);
+
+/** Calls made to a tenant's recommendation engine, per UTC month (`YYYY-MM`): its quota spend. */
+export const recommendationUsage = pgTable(
+  "recommendation_usage",
+  {
+    tenantId: text().notNull(),
+    period: text().notNull(),
+    calls: bigint({ mode: "number" }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.period] })],
 );

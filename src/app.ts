@@ -1,5 +1,9 @@
+import cluster from "node:cluster";
 import { Elysia } from "elysia";
 import { adminRoutes } from "./admin/routes";
+import { checkoutRoutes } from "./checkout/routes";
+import { CHECKOUT_WEBHOOK_PATH, checkoutWebhookHandler } from "./checkout/webhook";
+import { contentRoutes } from "./content/routes";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
@@ -19,6 +23,7 @@ import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
+import { browserRecommendationRoutes, keyedRecommendationRoutes } from "./recommendations/routes";
 import { streamingRoutes } from "./streaming/routes";
 
 /** A request whose URL no route may read (no Host, bad percent-encoding, NUL) as its 400. */
@@ -45,8 +50,12 @@ export function createApp(deps: Deps) {
   // normalize "typebox": unknown members are still dropped, but a body of the wrong type stays
   // as sent and fails its schema (422). Elysia's default cleaner (exact-mirror) rebuilds an object
   // schema's value from its members, so `0`, `[]` or `"s"` became `{}` and passed.
+  // The payment provider's webhook needs its raw body for the signature: registered here too,
+  // ahead of the JSON parser (it answers its own errors in the envelope).
+  const webhook = checkoutWebhookHandler(deps);
   const app = new Elysia({ serve: { routes: nativeRoutes } as object, normalize: "typebox" })
     .post(KEYED_DECIDE_PATH, ({ request }) => decide(request))
+    .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request))
     .use(errorEnvelope(deps.logger))
     .use(jsonBody(maxBody))
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
@@ -56,7 +65,11 @@ export function createApp(deps: Deps) {
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))
-    .use(browserDecideRoutes(deps));
+    .use(contentRoutes(deps))
+    .use(keyedRecommendationRoutes(deps))
+    .use(browserRecommendationRoutes(deps))
+    .use(browserDecideRoutes(deps))
+    .use(checkoutRoutes(deps));
   // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
   const whole = onBothMounts(app, (prefix) =>
     browserCors(
@@ -190,6 +203,8 @@ function serveOverBun(
     port: options.port,
     hostname: options.hostname,
     maxRequestBodySize: options.maxRequestBodySize,
+    // A cluster's workers (SVC_WORKERS) share the port; a lone server must still fail on a taken one.
+    reusePort: cluster.isWorker,
     development: false,
     routes,
     fetch,

@@ -32,6 +32,14 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** How long an upstream identity provider's JWKS may take before the exchange answers 503. */
   readonly idpTimeoutMs: number;
+  /** How long a call to the payment provider (Stripe) may take before checkout answers 503. */
+  readonly paymentTimeoutMs: number;
+  /** Content re-reads of one (site, type, id) within this window collapse into one read. */
+  readonly contentDebounceMs: number;
+  /** How long one CMS read may take before it fails (and is retried with backoff). */
+  readonly cmsTimeoutMs: number;
+  /** How long the recommendation engine may take before the request answers 503. */
+  readonly recommendationTimeoutMs: number;
   /**
    * `normal` (default): the runtime's threads as Bun schedules them. `idle` (opt-in): its
    * background threads yield to the request thread (src/runtime; Linux and glibc only).
@@ -54,6 +62,8 @@ export interface Config {
   readonly accessLog: boolean;
   /** /ready answers 503 when the last good counter flush is more than this many intervals old. */
   readonly readyFlushIntervals: number;
+  /** Server processes sharing the port on this host (SVC_WORKERS, default 1; more needs DATABASE_URL). */
+  readonly workers: number;
 }
 
 export class ConfigError extends Error {
@@ -127,6 +137,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== undefined && metricsToken.length < 24) {
     throw new ConfigError("SVC_METRICS_TOKEN", "must be at least 24 characters");
   }
+  const workers = intVar(env, "SVC_WORKERS", 1, 1, 64);
+  if (workers > 1 && databaseUrl === undefined) {
+    throw new ConfigError(
+      "SVC_WORKERS",
+      "above 1 needs DATABASE_URL: the embedded store belongs to one process (docs/deploying.md)",
+    );
+  }
   const seedDemo =
     seedRaw === undefined || seedRaw === "" ? databaseUrl === undefined : seedRaw === "1" || seedRaw === "true";
   return Object.freeze({
@@ -151,6 +168,10 @@ export function loadConfig(env: Env = process.env): Config {
       "must be an http(s) origin without a path, e.g. https://id.news.example",
     )?.replace(/\/$/, ""),
     idpTimeoutMs: intVar(env, "SVC_IDP_TIMEOUT_MS", 3000, 100, 60_000),
+    paymentTimeoutMs: intVar(env, "SVC_PAYMENT_TIMEOUT_MS", 10_000, 100, 120_000),
+    contentDebounceMs: intVar(env, "SVC_CONTENT_DEBOUNCE_MS", 5000, 0, 3_600_000),
+    cmsTimeoutMs: intVar(env, "SVC_CMS_TIMEOUT_MS", 5000, 100, 60_000),
+    recommendationTimeoutMs: intVar(env, "SVC_RECOMMENDATION_TIMEOUT_MS", 1000, 50, 60_000),
     runtimeThreads,
     httpServer,
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
@@ -159,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     accessLog: accessLogRaw === "1" || accessLogRaw === "true",
     readyFlushIntervals: intVar(env, "SVC_READY_FLUSH_INTERVALS", 20, 1, 100_000),
+    workers,
   });
 }
 

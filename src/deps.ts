@@ -1,8 +1,11 @@
 import { type Database, openDatabase } from "../db/client";
 import { type Change, ChangeFeed } from "./changes/change-feed";
 import type { Config } from "./config";
+import { type ContentDeps, registerContentJobs } from "./content/service";
+import { type ContentStore, DrizzleContentStore } from "./content/store";
 import { Flusher } from "./counters/flusher";
 import { MeterCounters } from "./counters/meter-counters";
+import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota-leases";
 import { RateWindows } from "./counters/rate-windows";
 import { GiftLedger } from "./gifts/ledger";
 import { GiftStore } from "./gifts/store";
@@ -11,6 +14,8 @@ import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
+import { JobQueue } from "./jobs/queue";
+import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
 import { KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
@@ -19,7 +24,11 @@ import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTranspor
 import { SealedText } from "./mail/sealed-text";
 import { RequestStats } from "./ops/requests";
 import { OrgStore } from "./orgs/store";
+import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
+import { AnswerCache } from "./recommendations/cache";
+import type { RecommendationDeps, Reply as RecommendationReply } from "./recommendations/service";
+import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
@@ -32,6 +41,8 @@ export const KEYED_DECIDE_LIMIT = 2_000;
 /** Browser decide and forward: 200 requests per 10 seconds per client per site. */
 export const BROWSER_LIMIT = 200;
 export const DECIDE_WINDOW_MS = 10_000;
+/** Keyed recommendations: one answer per key, site and full URL for 15 minutes. */
+export const RECOMMENDATION_CACHE_MS = 15 * 60_000;
 
 /** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
 export interface Deps {
@@ -51,7 +62,8 @@ export interface Deps {
   readonly streamingStore: StreamingStore;
   readonly streamingFacts: StreamingFactsCache;
   readonly previewTokens: PreviewTokens;
-  readonly keyedDecideRate: RateWindows;
+  /** Keyed decide's windows: per process on the embedded store, quota leases on a server. */
+  readonly keyedDecideRate: KeyedRate;
   readonly browserDecideRate: RateWindows;
   readonly forwardRate: RateWindows;
   readonly outbox: Outbox;
@@ -61,6 +73,19 @@ export interface Deps {
   readonly gifts: GiftLedger;
   /** Answers by route and status (and the access log), counted by the transport. */
   readonly requests: RequestStats;
+  /** Per-tenant settings of the outside services (CMS, recommendations, payments, newsletters). */
+  readonly services: ServiceConfigs;
+  /** The durable job queue (src/jobs): CMS re-reads now, vendor sync later. Never on the request path. */
+  readonly jobs: JobQueue;
+  /** Content items read from the CMS (src/content), and what a re-read needs. */
+  readonly contentStore: ContentStore;
+  readonly contentDeps: ContentDeps;
+  /** Recommendations (src/recommendations): the engine's deps, the keyed mount's cache, quota counts. */
+  readonly recommendations: {
+    readonly deps: RecommendationDeps;
+    readonly cache: AnswerCache<RecommendationReply>;
+    readonly usage: UsageStore;
+  };
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
 }
@@ -74,6 +99,8 @@ export interface DepsOverrides {
   readonly pollMs?: number;
   /** Where mail goes (tests pass a transport of their own). */
   readonly mailTransport?: MailTransport;
+  /** Where `env:NAME` references in outside-service settings resolve (default: process.env). */
+  readonly serviceEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
@@ -152,7 +179,34 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     identityProvider: (tenantId) => registry.identityProvider(tenantId),
     organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
   };
+  const services = new ServiceConfigs(
+    new DrizzleServiceConfigStore(database.db),
+    new SealedText(config.secret, "service-config"),
+    overrides.serviceEnv ?? process.env,
+  );
+  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server");
+  const contentStore = new DrizzleContentStore(database.db);
+  const contentDeps: ContentDeps = { services, store: contentStore, jobs, now, cmsTimeoutMs: config.cmsTimeoutMs };
+  registerContentJobs(contentDeps, config.contentDebounceMs);
+  const usage = new DrizzleUsageStore(database.db);
+  const recommendations = {
+    deps: {
+      services,
+      content: contentStore,
+      usage,
+      logger,
+      now,
+      timeoutMs: config.recommendationTimeoutMs,
+    },
+    cache: new AnswerCache<RecommendationReply>(RECOMMENDATION_CACHE_MS, 10_000, now),
+    usage,
+  };
   return {
+    jobs,
+    recommendations,
+    contentStore,
+    contentDeps,
+    services,
     giftStore,
     gifts,
     outbox,
@@ -176,7 +230,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     streamingStore,
     streamingFacts,
     previewTokens: new PreviewTokens(config.secret),
-    keyedDecideRate: new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
+    // The embedded store has one process: its windows are exact in memory. On a server, several
+    // processes and hosts may serve one key, so each leases its share of the window from Postgres.
+    keyedDecideRate:
+      database.kind === "server"
+        ? new QuotaLeases(
+            KEYED_DECIDE_LIMIT,
+            DECIDE_WINDOW_MS,
+            new DrizzleLeaseStore(database.db),
+            logger,
+            config.readDeadlineMs,
+          )
+        : new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
     forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
   };
@@ -191,6 +256,7 @@ export async function startDeps(deps: Deps): Promise<void> {
   await deps.changes.start();
   deps.flusher.start();
   deps.outbox.start();
+  deps.jobs.start();
   deps.lifecycle.started = true;
 }
 
@@ -199,6 +265,7 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.lifecycle.started = false;
   deps.flusher.stop();
   await deps.outbox.stop();
+  await deps.jobs.stop();
   await deps.changes.stop();
   await deps.flusher.flushAll();
   if (options.closeDatabase !== false) await deps.database.close();

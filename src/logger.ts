@@ -11,11 +11,13 @@ const levels = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as cons
 export function createLogger(
   level: keyof typeof levels,
   write: (line: string) => void = (l) => console.log(l),
+  /** Fields on every line (a cluster worker's index). */
+  base?: Readonly<Record<string, unknown>>,
 ): Logger {
   const min = levels[level];
   const emit = (lvl: keyof typeof levels, message: string, fields?: Record<string, unknown>) => {
     if (levels[lvl] < min) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, message, ...fields }));
+    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, message, ...fields, ...base }));
   };
   return {
     debug: (m, f) => emit("debug", m, f),

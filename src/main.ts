@@ -7,6 +7,7 @@ import { signContentPayload } from "./core/verifier";
 import { createDeps, startDeps, stopDeps } from "./deps";
 import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
+import { isClusterPrimary, runClusterPrimary, workerIndex } from "./runtime/cluster";
 import { keepFilesPrivate } from "./runtime/private-files";
 import { demoDocumentPath, seedDemo } from "./seed";
 
@@ -24,21 +25,57 @@ try {
   throw error;
 }
 
-const logger = createLogger(config.logLevel);
-const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) });
-await startDeps(deps);
-const app = listen(createApp(deps), deps);
-const port = app.server?.port ?? config.port;
-deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir });
-const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;
+const index = workerIndex();
+const logger = createLogger(config.logLevel, undefined, index === null ? undefined : { worker: index });
+if (isClusterPrimary(config)) {
+  // The primary runs the migrations once, then forks the workers that serve.
+  await runClusterPrimary(config, logger, async () => {
+    const database = await openServerDatabase(config, logger);
+    await database?.close();
+  });
+} else {
+  await serve();
+}
 
-if (config.seedDemo) {
-  const demo = await seedDemo(deps);
-  if (demo) {
-    // Printed once: the key value is not stored and cannot be shown again.
-    const decide = `curl -s http://127.0.0.1:${port}/v1/decide -H 'x-svc-site-id: ${demo.site}' -H 'Authorization: Bearer ${demo.key}' -H 'content-type: application/json'`;
-    const article = demoArticle("a-1001");
-    console.log(`
+/** Opens the store, starts the counters and timers, listens, and stops gracefully on a signal. */
+async function serve(): Promise<void> {
+  const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) });
+  await startDeps(deps);
+  const app = listen(createApp(deps), deps);
+  const port = app.server?.port ?? config.port;
+  deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir, pid: process.pid });
+  const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;
+
+  // In a cluster only the first worker seeds, so two never race to create the demo tenant.
+  if (config.seedDemo && (index === null || index === 0)) {
+    const demo = await seedDemo(deps);
+    if (demo) printDemo(demo, port);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.logger.info("stopping", { signal });
+    try {
+      runtimeThreads?.stop();
+      await app.stop();
+      await stopDeps(deps);
+      process.exit(0);
+    } catch (error) {
+      deps.logger.error("unclean stop", { error: String(error) });
+      process.exit(1);
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** Printed once: the key value is not stored and cannot be shown again. */
+function printDemo(demo: { key: string; site: string }, port: number): void {
+  const decide = `curl -s http://127.0.0.1:${port}/v1/decide -H 'x-svc-site-id: ${demo.site}' -H 'Authorization: Bearer ${demo.key}' -H 'content-type: application/json'`;
+  const article = demoArticle("a-1001");
+  console.log(`
 Demo data created (tenant "default", site "${demo.site}", one API key). Try a decision:
 
 ${decide} -d '{"features":["paywall","newsletter_prompt"],"deviceId":"device-1"}'
@@ -49,7 +86,6 @@ sends one for any article id):
 
 ${decide} -d '${JSON.stringify({ features: ["paywall"], deviceId: "device-1", content: article })}'
 `);
-  }
 }
 
 /** The demo site's content descriptor for an article, signed with its document's first key. */
@@ -58,24 +94,6 @@ function demoArticle(id: string): { payload: string; signature: string } {
   const payload = JSON.stringify({ id, section: "news", access: "metered" });
   return { payload, signature: signContentPayload(payload, document.contentKeys[0]?.secret ?? "") };
 }
-
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  deps.logger.info("stopping", { signal });
-  try {
-    runtimeThreads?.stop();
-    await app.stop();
-    await stopDeps(deps);
-    process.exit(0);
-  } catch (error) {
-    deps.logger.error("unclean stop", { error: String(error) });
-    process.exit(1);
-  }
-}
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
-process.on("SIGINT", () => void shutdown("SIGINT"));
 
 /**
  * With DATABASE_URL: the server store, waited for while unreachable (SVC_START_RETRY_MS). A

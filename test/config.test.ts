@@ -18,6 +18,10 @@ describe("configuration", () => {
     expect(config.httpServer).toBe("node");
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
+    expect(config.workers).toBe(1);
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_WORKERS: "4", DATABASE_URL: "postgres://x@127.0.0.1/db" }).workers).toBe(
+      4,
+    );
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "idle" }).runtimeThreads).toBe("idle");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ACCESS_LOG: "1" }).accessLog).toBe(true);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
@@ -48,6 +52,9 @@ describe("configuration", () => {
     ["SVC_READ_DEADLINE_MS", "0"],
     ["SVC_READ_DEADLINE_MS", "1s"],
     ["SVC_START_RETRY_MS", "-5"],
+    ["SVC_WORKERS", "0"],
+    ["SVC_WORKERS", "65"],
+    ["SVC_WORKERS", "2"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

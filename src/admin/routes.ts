@@ -1,10 +1,13 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
+import { adminContentRoutes } from "../content/admin-routes";
 import type { Deps } from "../deps";
 import { adminGiftRoutes } from "../gifts/admin-routes";
 import { AppError } from "../http/errors";
 import { hashSecret } from "../keys/key-value";
 import { adminOrgRoutes } from "../orgs/admin-routes";
+import { adminServiceRoutes } from "../outside/admin-routes";
+import { adminRecommendationRoutes } from "../recommendations/admin-routes";
 import {
   CreateSiteBody,
   CreateTenantBody,
@@ -129,5 +132,8 @@ export function adminRoutes(deps: Deps) {
     )
     .use(adminUserRoutes(deps))
     .use(adminOrgRoutes(deps))
-    .use(adminGiftRoutes(deps));
+    .use(adminGiftRoutes(deps))
+    .use(adminServiceRoutes(deps))
+    .use(adminContentRoutes(deps))
+    .use(adminRecommendationRoutes(deps));
 }

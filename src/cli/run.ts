@@ -20,6 +20,10 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   tenant list
   tenant idp <id> --issuer ISS --jwks-url URL      connect the upstream identity provider
   tenant idp <id> --clear                          disconnect it
+  tenant services <id>                             outside services configured (member names only)
+  tenant service <id> <service> --set K=V...       configure storyblok | recombee | stripe | listmonk
+                                                   (a value env:NAME is read from the server's env)
+  tenant service <id> <service> --clear            remove that configuration
   site create <site> [--tenant T]
   site list [--tenant T]
   site disable <site> [--tenant T]      (a disabled site answers 404 everywhere)
@@ -37,6 +41,8 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   org list [--tenant T]
   gifts report <site> [--tenant T]              gift links minted and redeemed, per gifter and article
   gifts revoke <site> <giftId> [--tenant T]
+  content get <site> <id> [--tenant T]         one content item as last read from the CMS
+  content stats <site> [--tenant T]            item counts and the re-read queue (depth, oldest, dead)
   schema                      print the site-document JSON Schema (no server needed)
   demo-request [--article ID] [--device D] [--free]
                               one decision on the demo site with a signed content descriptor
@@ -106,6 +112,7 @@ function parse(argv: string[]) {
       article: { type: "string" },
       device: { type: "string" },
       free: { type: "boolean" },
+      set: { type: "string", multiple: true },
     },
   });
 }
@@ -195,6 +202,32 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         jwksUrl: values["jwks-url"],
       });
       return { json: out, text: `identity provider of ${rest[0]} set to ${values.issuer}` };
+    }
+    case "tenant services": {
+      const [id] = need(1, "tenant services <id>");
+      const out = (await call("GET", `/admin/tenants/${id}/services`)) as {
+        services: { service: string; set: string[] }[];
+      };
+      return {
+        json: out,
+        text: out.services.map((s) => `${s.service}\t${s.set.join(",")}`).join("\n") || "no services configured",
+      };
+    }
+    case "tenant service": {
+      const [id, service] = need(2, "tenant service <id> <service> --set K=V... | --clear");
+      if (values.clear) {
+        const out = await call("DELETE", `/admin/tenants/${id}/services/${service}`);
+        return { json: out, text: `${rest[1]} of ${rest[0]} cleared` };
+      }
+      if (!values.set?.length) throw new CliError("tenant service needs --set K=V (one per member) or --clear");
+      const config: Record<string, string> = {};
+      for (const pair of values.set) {
+        const at = pair.indexOf("=");
+        if (at < 1) throw new CliError(`--set takes K=V (got "${pair}")`);
+        config[pair.slice(0, at)] = pair.slice(at + 1);
+      }
+      const out = (await call("PUT", `/admin/tenants/${id}/services/${service}`, config)) as { set: string[] };
+      return { json: out, text: `${rest[1]} of ${rest[0]} set (${out.set.join(", ")})` };
     }
     case "site create": {
       const [site] = need(1, "site create <site> [--tenant T]");
@@ -351,6 +384,24 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
       const [site, giftId] = need(2, "gifts revoke <site> <giftId> [--tenant T]");
       const out = await call("POST", `/admin/tenants/${tenant}/sites/${site}/gift-links/${giftId}/revoke`);
       return { json: out, text: `gift link ${decodeURIComponent(giftId ?? "")} revoked` };
+    }
+    case "content get": {
+      const [site, id] = need(2, "content get <site> <id> [--tenant T]");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${site}/content/${id}`)) as { item: unknown };
+      return { json: out, text: JSON.stringify(out.item, null, 2) };
+    }
+    case "content stats": {
+      const [site] = need(1, "content stats <site> [--tenant T]");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${site}/content`)) as {
+        items: number;
+        deleted: number;
+        queue: { depth: number; dead: number; oldest: string | null };
+      };
+      const q = out.queue;
+      return {
+        json: out,
+        text: `items\t${out.items}\ndeleted\t${out.deleted}\nqueued\t${q.depth}\ndead\t${q.dead}\noldest\t${q.oldest ?? "-"}`,
+      };
     }
     default:
       throw new CliError(`unknown command "${args.join(" ")}"; see svc --help`);

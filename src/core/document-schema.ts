@@ -127,6 +127,39 @@ export type Condition = Static<typeof ConditionSchema>;
 export type FactTestCondition = Static<typeof FactTest>;
 export type MeterTestCondition = Static<typeof MeterTest>;
 
+/** Grant names, as the operator API and `grants.<name>` facts spell them. */
+export const GRANT_PATTERN = "^[A-Za-z0-9_:-]{1,128}$";
+
+/**
+ * What an offer needs to be bought through checkout (docs/checkout.md): the provider's price, the
+ * grant a purchase confers, and how long it lasts (`payment`: `duration` after the purchase;
+ * `subscription`: until the subscription is cancelled or refunded).
+ */
+export const CheckoutOffer = Type.Object(
+  {
+    description: Description,
+    price: Type.String({ pattern: "^[A-Za-z0-9_]{1,255}$", description: "the provider's price id, e.g. price_1Q..." }),
+    grant: Type.String({ pattern: GRANT_PATTERN, description: "the grant a purchase confers (read as grants.<name>)" }),
+    mode: Type.Union([Type.Literal("payment"), Type.Literal("subscription")], {
+      description: "payment: one-time, the grant lasts `duration`; subscription: recurring, held until cancelled",
+    }),
+    duration: Type.Optional(
+      Type.String({
+        pattern: DURATION_PATTERN,
+        description: 'payment mode only: how long the grant lasts, e.g. "30d"',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: "Checkout offer" },
+);
+export type CheckoutOfferDefinition = Static<typeof CheckoutOffer>;
+
+/** A catalog item: any members, plus an optional `checkout` that makes it an offer a reader can buy. */
+const CatalogItem = Type.Object(
+  { checkout: Type.Optional(CheckoutOffer) },
+  { additionalProperties: true, title: "Catalog item" },
+);
+
 /** The document schema, with `condition` as the schema of a rule's `when`. */
 function documentSchema<C extends TSchema>(condition: C) {
   const Rule = Type.Object(
@@ -305,7 +338,7 @@ function documentSchema<C extends TSchema>(condition: C) {
         ),
       ),
       catalog: Type.Optional(
-        Type.Record(Type.String({ pattern: NAME_PATTERN }), Type.Record(Type.String(), Type.Unknown()), {
+        Type.Record(Type.String({ pattern: NAME_PATTERN }), CatalogItem, {
           additionalProperties: false,
         }),
       ),

@@ -245,6 +245,16 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
     }
   }
 
+  for (const [name, item] of Object.entries(doc.catalog ?? {})) {
+    const offer = item.checkout;
+    if (offer === undefined) continue;
+    const cp = `${jsonPointer("catalog", name)}/checkout`;
+    if (offer.mode === "payment" && offer.duration === undefined)
+      out.add(`${cp}/duration`, "a payment offer needs a duration (how long its grant lasts)");
+    if (offer.mode === "subscription" && offer.duration !== undefined)
+      out.add(`${cp}/duration`, "a subscription's grant lasts until it is cancelled: no duration");
+  }
+
   const slugs = new Set<string>();
   (doc.newsletters ?? []).forEach((n, i) => {
     if (slugs.has(n.slug)) out.add(`/newsletters/${i}/slug`, `duplicate newsletter slug "${n.slug}"`);

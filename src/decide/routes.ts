@@ -7,7 +7,7 @@ import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { checkSubjects, DecideBody, type DecideInput } from "./model";
-import { decideDepsOf, decideJson, takeRate } from "./service";
+import { decideDepsOf, decideJson, takeKeyedRate } from "./service";
 
 /**
  * The staged document under a valid preview token for this site; otherwise, silently, live.
@@ -66,7 +66,8 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       const input = body as DecideInput;
       checkSubjects(input);
       const now = deps.now();
-      takeRate(deps.keyedDecideRate, apiKey.id, now);
+      const rated = takeKeyedRate(deps.keyedDecideRate, apiKey.id, now);
+      if (rated !== undefined) await rated;
       let document = site.live as CompiledSite;
       let preview = false;
       // The preview header is only read while the site has a staged document.

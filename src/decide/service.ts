@@ -2,6 +2,7 @@ import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../core/types";
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
+import type { KeyedRate } from "../counters/quota-leases";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
 import type { GiftLedger } from "../gifts/ledger";
@@ -70,11 +71,21 @@ function readsStreaming(document: CompiledSite, names: readonly string[]): boole
 }
 
 /** A 429 with Retry-After when the window is spent; a domain result turned into an error here. */
-export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
-  const retryAfter = windows.take(key, nowMs);
+/** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
+export function takeKeyedRate(rate: KeyedRate, key: string, nowMs: number): void | Promise<void> {
+  const retryAfter = rate.take(key, nowMs);
+  if (typeof retryAfter === "number") return refuseAfter(retryAfter);
+  return retryAfter.then(refuseAfter);
+}
+
+function refuseAfter(retryAfter: number): void {
   if (retryAfter > 0) {
     throw new AppError("rate_limited", "Too many requests.", undefined, 429, { "retry-after": String(retryAfter) });
   }
+}
+
+export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
+  refuseAfter(windows.take(key, nowMs));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { type Metric, Registry } from "prom-client";
+import { QuotaLeases } from "../counters/quota-leases";
 import type { Deps } from "../deps";
 import { withinDeadline } from "../http/deadline";
 import type { Buckets } from "./histogram";
@@ -134,6 +135,25 @@ export function metricsRegistry(deps: Deps): Registry {
       () => [{ labels: {}, value: deps.changes.lagSeconds() }],
     ),
   );
+  const leases = deps.keyedDecideRate instanceof QuotaLeases ? deps.keyedDecideRate : null;
+  if (leases) {
+    add(
+      new Scraped(
+        "svc_rate_lease_claims_total",
+        "Claims of keyed rate-window quota sent to Postgres (round trips; server store only).",
+        "counter",
+        () => [{ labels: {}, value: leases.claims }],
+      ),
+    );
+    add(
+      new Scraped(
+        "svc_rate_lease_fallbacks_total",
+        "Key windows counted by this process alone after a claim failed or missed the read deadline.",
+        "counter",
+        () => [{ labels: {}, value: leases.fallbacks }],
+      ),
+    );
+  }
   add(
     new Scraped(
       "svc_store_read_duration_seconds",
@@ -150,6 +170,45 @@ export function metricsRegistry(deps: Deps): Registry {
       async () => {
         try {
           return [{ labels: {}, value: await withinDeadline(deps.outbox.backlog(), deps.config.readDeadlineMs) }];
+        } catch {
+          return [];
+        }
+      },
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_jobs",
+      "Background jobs by kind and state (queued, running, dead); absent when the store did not answer in time.",
+      "gauge",
+      async () => {
+        try {
+          const stats = await withinDeadline(deps.jobs.stats(), deps.config.readDeadlineMs);
+          return stats.flatMap((k) =>
+            (["queued", "running", "dead"] as const).map((state) => ({
+              labels: { kind: k.kind, state },
+              value: k[state],
+            })),
+          );
+        } catch {
+          return [];
+        }
+      },
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_jobs_oldest_age_seconds",
+      "Seconds since the oldest job still owed was first enqueued, by kind (0 when none is owed).",
+      "gauge",
+      async () => {
+        try {
+          const stats = await withinDeadline(deps.jobs.stats(), deps.config.readDeadlineMs);
+          const now = deps.now();
+          return stats.map((k) => ({
+            labels: { kind: k.kind },
+            value: k.oldest === null ? 0 : Math.max(0, (now - Date.parse(k.oldest)) / 1000),
+          }));
         } catch {
           return [];
         }

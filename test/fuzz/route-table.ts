@@ -274,6 +274,15 @@ export const ROUTES: RouteSpec[] = withPreflights([
   { method: "POST", path: "/v1/id/upstream/erase", credential: "key", body: (w) => ({ subject: w.subject }) },
   {
     method: "POST",
+    path: "/svc/v1/checkout",
+    credential: "browser",
+    body: () => ({ offer: "offer_annual", returnPath: "/welcome", cancelPath: "/article/1" }),
+    preflight: true,
+  },
+  // The provider's signature is the credential: a fuzzed delivery never verifies (400).
+  { method: "POST", path: "/v1/checkout/webhook", credential: "none", body: () => ({ id: "evt_1", type: "x" }) },
+  {
+    method: "POST",
     path: "/v1/gift-links",
     credential: "key",
     body: (w) => ({ userId: w.gifter, contentId: "article-1", content: signedContent({ id: "article-1" }) }),
@@ -296,6 +305,36 @@ export const ROUTES: RouteSpec[] = withPreflights([
       ],
     }),
   },
+  {
+    method: "POST",
+    path: "/v1/content/sync",
+    credential: "key",
+    body: () => ({
+      events: [
+        { id: "fuzz-1", type: "tag" },
+        { id: "fuzz-2", type: "asset" },
+      ],
+    }),
+  },
+  {
+    method: "GET",
+    path: "/v1/recommendations",
+    credential: "key",
+    query: () => ({ userId: "fuzz-reader", scenario: "homepage", count: "3", edition: "fuzz", sections: "world" }),
+  },
+  {
+    method: "GET",
+    path: "/svc/v1/recommendations",
+    credential: "browser",
+    query: () => ({ domainUserId: "device-1", count: "3", tags: "politics" }),
+  },
+  { method: "OPTIONS", path: "/svc/v1/recommendations", credential: "browser", nonJson: [204] },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/recommendations/usage",
+    credential: "operator",
+    params: () => ({ tenant: "default" }),
+  },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
   {
     method: "PUT",
@@ -309,6 +348,25 @@ export const ROUTES: RouteSpec[] = withPreflights([
     path: "/admin/tenants/:tenant/identity-provider",
     credential: "operator",
     params: (w) => ({ tenant: w.admin.tenant }),
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/services",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant }),
+  },
+  {
+    method: "PUT",
+    path: "/admin/tenants/:tenant/services/:service",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant, service: "recombee" }),
+    body: () => ({ databaseId: "fuzz-db", token: "fuzz-token", baseUri: "http://127.0.0.1:9" }),
+  },
+  {
+    method: "DELETE",
+    path: "/admin/tenants/:tenant/services/:service",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant, service: "recombee" }),
   },
   {
     method: "PUT",
@@ -435,6 +493,18 @@ export const ROUTES: RouteSpec[] = withPreflights([
     path: "/admin/tenants/:tenant/sites/:site/gift-links/:gift/revoke",
     credential: "operator",
     params: (w) => ({ tenant: "default", site: "news", gift: w.giftId }),
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/content",
+    credential: "operator",
+    params: () => ({ tenant: "default", site: "news" }),
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/content/:id",
+    credential: "operator",
+    params: () => ({ tenant: "default", site: "news", id: "fuzz-item" }),
   },
   {
     method: "GET",

@@ -3,6 +3,8 @@ import { rowsOf } from "../../db/client";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
+import { startFakeRecombee } from "../helpers/fake-recombee";
+import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { mailbox, signIn } from "../helpers/sign-in";
 import type { World } from "./route-table";
@@ -14,12 +16,21 @@ export const FUZZ_MAX_BODY_BYTES = 256 * 1024;
  * Columns a rejected request may change by design: the key listing counts every request the
  * key authenticated, including those then refused for their body (as the spec's `Requests`).
  */
-const COUNTED_ANYWAY = new Set(["api_keys.request_count", "api_keys.last_used_on"]);
+const COUNTED_ANYWAY = new Set([
+  "api_keys.request_count",
+  "api_keys.last_used_on",
+  // Every call to the recommendation engine spends the tenant's quota, refused ones included.
+  "recommendation_usage.calls",
+]);
 
 /** The `news` site: the fixture's features plus a journey (forward) and traits (user details). */
 function newsDocument() {
   const doc = basicDocument({
     gifts: { perGifterPerMonth: 1000, lifetime: "14d", redemptionsPerLink: 10 },
+    catalog: {
+      basic: { title: "Basic", price: 5, currency: "EUR", internal: "x" },
+      offer_annual: { title: "Annual", checkout: { price: "price_annual", grant: "premium", mode: "subscription" } },
+    },
     traits: {
       interests: { type: "list", values: ["politics", "sport", "culture"], retired: ["crosswords"] },
       edition: { type: "string", values: ["uk", "us"], retired: ["eu"] },
@@ -56,6 +67,11 @@ export interface FuzzWorld {
 export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
   const db = await freshDatabase(kind);
   const idp: FakeIdp = await startFakeIdp();
+  const stripe: FakeStripe = await startFakeStripe({
+    secretKey: "sk_test_fuzz",
+    webhookSecret: "whsec_fuzz",
+    prices: ["price_annual"],
+  });
   const box = mailbox();
   const h = await startHarness(db, {
     mailTransport: box.transport,
@@ -69,6 +85,24 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
   const { key } = await seedSite(h, "news", newsDocument(), { permissions: ["streaming:write"] });
   await seedSite(h, "dual", dualDocument());
   await ok(h.admin("PUT", "/admin/tenants/default/identity-provider", { issuer: idp.issuer, jwksUrl: idp.jwksUrl }));
+  await ok(
+    h.admin("PUT", "/admin/tenants/default/services/stripe", {
+      secretKey: "sk_test_fuzz",
+      webhookSecret: "whsec_fuzz",
+      apiBase: stripe.apiBase,
+    }),
+  );
+  // A recommendation engine for the tenant, and its month's usage row (later calls only count).
+  const engine = startFakeRecombee("fuzz-db", "fuzz-engine-token");
+  engine.state.catalog = ["article-1", "article-2"];
+  await ok(
+    h.admin("PUT", "/admin/tenants/default/services/recombee", {
+      databaseId: "fuzz-db",
+      token: "fuzz-engine-token",
+      baseUri: engine.baseUri,
+    }),
+  );
+  await ok(h.request("GET", "/v1/recommendations?userId=fuzz-setup", { headers: { "x-api-key": key } }));
 
   const reader = await signIn(h, box, "reader@example.com");
   const spare = await signIn(h, box, "leaver@example.com");
@@ -143,6 +177,8 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
     async stop() {
       await h.stop();
       await idp.stop();
+      await stripe.stop();
+      engine.stop();
       await db.drop();
     },
   };

@@ -61,7 +61,12 @@ export interface Harness {
 /** Builds deps and the app over a given database, with a manual clock and a memory logger. */
 export async function startHarness(
   database: Database,
-  options: { config?: Record<string, string>; mailTransport?: MailTransport } = {},
+  options: {
+    config?: Record<string, string>;
+    mailTransport?: MailTransport;
+    /** Where `env:NAME` references in outside-service settings resolve. */
+    serviceEnv?: Record<string, string | undefined>;
+  } = {},
 ): Promise<Harness> {
   const clock = manualClock();
   const logger = memoryLogger();
@@ -71,6 +76,7 @@ export async function startHarness(
     logger,
     pollMs: 50,
     mailTransport: options.mailTransport,
+    serviceEnv: options.serviceEnv ?? {},
   });
   await startDeps(deps);
   const app = createApp(deps);

@@ -1,0 +1,84 @@
+import { Value } from "@sinclair/typebox/value";
+import { t } from "elysia";
+import { NAME_PATTERN } from "../core/document-schema";
+import { validationError } from "../http/error-envelope";
+import { AppError } from "../http/errors";
+
+/** A path on the page's own origin: one leading slash, no scheme or host, no backslash or space. */
+const PagePath = t.String({ minLength: 1, maxLength: 1024, pattern: "^/(?![/\\\\])[^\\s\\\\]*$" });
+
+/**
+ * POST /svc/v1/checkout: an allowlist. These members and no others, at any depth: a stray member
+ * may be card data, so it is refused (400) before anything else reads the body, and neither the
+ * body nor any of its values is logged, stored or echoed.
+ */
+export const CheckoutBody = t.Object(
+  {
+    /** The catalog item's name (e.g. `offer_annual`); it must carry a `checkout` member. */
+    offer: t.String({ pattern: NAME_PATTERN }),
+    /** Where the provider sends the reader after paying, on the calling page's origin. */
+    returnPath: PagePath,
+    /** Where the provider sends the reader who gives up, on the calling page's origin. */
+    cancelPath: PagePath,
+    /** Signed out only: the address the purchase is granted to (an existing user, or a new one). */
+    email: t.Optional(t.String({ format: "email", minLength: 3, maxLength: 254 })),
+  },
+  { additionalProperties: false },
+);
+export type CheckoutBodyValue = typeof CheckoutBody.static;
+
+const ALLOWED: ReadonlySet<string> = new Set(Object.keys(CheckoutBody.properties));
+
+export const CheckoutReply = t.Object({
+  /** The provider's hosted checkout page: the browser navigates there. */
+  url: t.String(),
+});
+
+/** The JSON pointer of a member, escaped (RFC 6901). */
+const pointer = (path: string, key: string | number) =>
+  `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
+
+/** Every member path of a value nested in the body: all of them are stray (the allowlist is flat). */
+function nestedMembers(value: unknown, path: string, out: string[]): void {
+  if (typeof value !== "object" || value === null) return;
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => {
+      out.push(pointer(path, i));
+      nestedMembers(v, pointer(path, i), out);
+    });
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    out.push(pointer(path, key));
+    nestedMembers((value as Record<string, unknown>)[key], pointer(path, key), out);
+  }
+}
+
+const strayMembers = (paths: string[]) =>
+  new AppError(
+    "bad_request",
+    "The checkout body carries members it does not accept; nothing was read or kept. Send only offer, returnPath, cancelPath and (signed out) email.",
+    paths.slice(0, 20).map((path) => ({ path, message: "not accepted" })),
+  );
+
+/**
+ * The checkout body, checked as an allowlist: any member other than the four, at any depth (an
+ * object or array where a string belongs counts too), is 400 with the members' paths only; then
+ * the types are checked (422 with paths). Never echoes a value.
+ */
+export function checkoutBodyOf(body: unknown): CheckoutBodyValue {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw validationError([{ path: "/", message: "must be an object" }]);
+  }
+  const stray: string[] = [];
+  for (const [key, value] of Object.entries(body)) {
+    if (!ALLOWED.has(key)) stray.push(pointer("", key));
+    nestedMembers(value, pointer("", key), stray);
+  }
+  if (stray.length > 0) throw strayMembers(stray);
+  if (!Value.Check(CheckoutBody, body)) {
+    // Paths and TypeBox's generic messages only: the messages name types and patterns, never values.
+    throw validationError([...Value.Errors(CheckoutBody, body)].map((e) => ({ path: e.path, message: e.message })));
+  }
+  return body as CheckoutBodyValue;
+}

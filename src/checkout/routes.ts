@@ -1,0 +1,57 @@
+import { Elysia, t } from "elysia";
+import { RateWindows } from "../counters/rate-windows";
+import { takeRate } from "../decide/service";
+import type { Deps } from "../deps";
+import { browserCors } from "../http/cors";
+import { credentials } from "../http/credentials";
+import { selectedSite } from "../http/site";
+import { originRefused } from "./errors";
+import { CheckoutReply, checkoutBodyOf } from "./model";
+import { type CheckoutDeps, startCheckout } from "./service";
+import { CheckoutStore } from "./store";
+
+/** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
+export const CHECKOUT_LIMIT = 20;
+const CHECKOUT_WINDOW_MS = 60_000;
+
+/** The capability's dependencies, from the app's. */
+export function checkoutDepsOf(deps: Deps): CheckoutDeps {
+  return { ...deps, checkoutStore: new CheckoutStore(deps.database.db) };
+}
+
+function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
+  return server?.requestIP(request)?.address ?? "unknown";
+}
+
+/**
+ * POST /svc/v1/checkout: the browser mount only (no `/v1` twin; the spec's one such path). Site
+ * header, origin allowlist (403), no API key (401), the signed access cookie or a signed-out
+ * reader's email. The body is read as an allowlist (model.ts) and never logged or stored. Its
+ * CORS, preflight included, is the shared `browserCors`. docs/checkout.md.
+ */
+export function checkoutRoutes(deps: Deps) {
+  const checkout = checkoutDepsOf(deps);
+  const rate = new RateWindows(CHECKOUT_LIMIT, CHECKOUT_WINDOW_MS);
+  const routes = new Elysia({ prefix: "/svc/v1" })
+    .use(credentials(deps))
+    .guard({ browser: true })
+    .post(
+      "/checkout",
+      async ({ request, body, server, set, browserIdentityOf }) => {
+        const site = selectedSite(deps.registry, request);
+        const origin = request.headers.get("origin");
+        if (origin === null || !site.live!.allowedOrigins.has(origin)) throw originRefused();
+        const input = checkoutBodyOf(body);
+        const now = deps.now();
+        takeRate(rate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
+        const who = await browserIdentityOf(site.tenantId, now);
+        const answer = await startCheckout(checkout, site, origin, input, who);
+        set.headers["cache-control"] = "no-store";
+        return answer;
+      },
+      // Read as unknown and checked by `checkoutBodyOf`: Elysia's cleaner would drop stray members
+      // silently, where this route must refuse them.
+      { body: t.Unknown(), response: { 200: CheckoutReply } },
+    );
+  return browserCors(deps.registry, routes);
+}

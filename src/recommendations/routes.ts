@@ -1,0 +1,74 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { browserCors } from "../http/cors";
+import { credentials } from "../http/credentials";
+import { AppError } from "../http/errors";
+import { selectedSite } from "../http/site";
+import type { SiteState } from "../sites/registry";
+import { RecommendationsQuery, RecommendationsReply } from "./model";
+import { recommend } from "./service";
+
+const userIdRefused = () =>
+  new AppError(
+    "bad_request",
+    "userId is not accepted here: the browser mount reads the signed-in user from its session.",
+  );
+
+function checkOrigin(site: SiteState, origin: string | null): void {
+  if (origin === null || !site.live!.allowedOrigins.has(origin)) {
+    throw new AppError("forbidden", "This origin is not allowed for the site.");
+  }
+}
+
+/** The path and query as the caller sent them: one edition's renders share one cached answer. */
+function fullUrl(request: Request): string {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  return start === -1 ? "/" : url.slice(start);
+}
+
+/**
+ * GET /v1/recommendations (API key; the site is the key's pin). The subject is `userId`, else
+ * `domainUserId`. Answers are cached 15 minutes per key, site and full URL, single-flight.
+ */
+export function keyedRecommendationRoutes(deps: Deps) {
+  const r = deps.recommendations;
+  return new Elysia({ prefix: "/v1" })
+    .use(credentials(deps))
+    .guard({ apiKey: { siteFromKey: true } })
+    .get(
+      "/recommendations",
+      ({ request, query, site, apiKey }) =>
+        r.cache.get(`${apiKey.id}\u0001${site.tenantId}\u0001${site.id}\u0001${fullUrl(request)}`, () =>
+          recommend(r.deps, site, query.userId ?? query.domainUserId ?? null, query),
+        ),
+      { query: RecommendationsQuery, response: { 200: RecommendationsReply } },
+    );
+}
+
+/**
+ * GET /svc/v1/recommendations (browser: site header, origin allowlist, CORS; no key). The
+ * subject is the access cookie's user, except at an `external_only` site (the service holds no
+ * session there), else `domainUserId`. Never cached.
+ */
+export function browserRecommendationRoutes(deps: Deps) {
+  const r = deps.recommendations;
+  const routes = new Elysia({ prefix: "/svc/v1" })
+    .use(credentials(deps))
+    .guard({ browser: true })
+    .get(
+      "/recommendations",
+      async ({ request, query, browserIdentityOf }) => {
+        const site = selectedSite(deps.registry, request);
+        checkOrigin(site, request.headers.get("origin"));
+        if (query.userId !== undefined) throw userIdRefused();
+        let userId: string | null = null;
+        if (site.live!.identityMode !== "external_only") {
+          userId = (await browserIdentityOf(site.tenantId, deps.now())).claims?.userId ?? null;
+        }
+        return recommend(r.deps, site, userId ?? query.domainUserId ?? null, query);
+      },
+      { query: RecommendationsQuery, response: { 200: RecommendationsReply } },
+    );
+  return browserCors(deps.registry, routes);
+}
