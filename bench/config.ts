@@ -40,6 +40,9 @@ export interface BenchConfig {
   streamingS: number;
   streamingClients: number;
   streamingReaders: number;
+  /** Cluster scenario (DATABASE_URL only): keys offered their limit, aligned windows (0: skipped). */
+  clusterKeys: number;
+  clusterWindows: number;
   profile: boolean;
   databaseUrl: string | undefined;
 }
@@ -53,6 +56,9 @@ const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile]
   --smoke    every scenario very briefly, checks only that the bench runs end to end (CI)
   --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
   --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
+
+The cluster scenario (one server process, then two) needs a Postgres server: it runs only with
+DATABASE_URL, and not in smoke runs.
 
 DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).`;
 
@@ -111,6 +117,8 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       streamingS: 2,
       streamingClients: 2,
       streamingReaders: 1_000,
+      clusterKeys: 0,
+      clusterWindows: 0,
     };
   }
   if (mode === "quick") {
@@ -137,6 +145,8 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       streamingS: 5,
       streamingClients: 4,
       streamingReaders: 5_000,
+      clusterKeys: 5,
+      clusterWindows: 1,
     };
   }
   return {
@@ -162,5 +172,7 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     streamingS: 20,
     streamingClients: 4,
     streamingReaders: 20_000,
+    clusterKeys: 10,
+    clusterWindows: 3,
   };
 }

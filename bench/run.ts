@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driveClosedLoop } from "./closed-loop";
+import { runCluster } from "./cluster";
 import { type BenchConfig, parseArgs } from "./config";
 import { buildRequest, RequestPool } from "./http-conn";
 import { CLOSED_LOOP_GENERATOR, runMemory, runReadBack } from "./memory";
@@ -398,6 +399,17 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     ),
   );
   await readServer.stop();
+
+  if (cfg.clusterWindows === 0) return;
+  if (!cfg.databaseUrl) {
+    results.cluster = { skipped: "needs DATABASE_URL (a cluster refuses the embedded store)" };
+    return;
+  }
+  const databaseUrl = cfg.databaseUrl;
+  results.cluster = await timed(
+    `cluster: one process, then two, ${cfg.clusterWindows} window(s) of 1 key over its limit and ${cfg.clusterKeys} at it`,
+    () => runCluster({ databaseUrl, workDir, articles, keys: cfg.clusterKeys, windows: cfg.clusterWindows }),
+  );
 }
 
 /** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */

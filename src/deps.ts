@@ -117,6 +117,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const meters = new MeterCounters(database.db, {
     maxEntries: config.meterEntries,
     exclusiveWriter: database.kind === "embedded",
+    now,
   });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db, config.readDeadlineMs);

@@ -123,7 +123,8 @@ function meterSlot(
   const meter = known?.meter ?? document.meters.get(name);
   if (meter === undefined) return undefined;
   const period = meter.periodKey(now);
-  if (known !== undefined && known.period === period) return known;
+  // A table is detached only once its period has been unused for a minute (meter-counters.ts).
+  if (known !== undefined && known.period === period && !known.table.detached) return known;
   const seenKind = meter.kind === "seen";
   const slot = { meter, seenKind, period, table: meters.table(site.tenantId, site.id, name, period, seenKind) };
   slots.set(name, slot);
