@@ -1,4 +1,4 @@
-import type { MeterName, MeterRows, MeterStore } from "./meter-store";
+import type { MeterName, MeterRows, MeterStore, SeenAdmission } from "./meter-store";
 import { type Loaded, meterKey, SEP } from "./meter-values";
 
 /**
@@ -62,6 +62,18 @@ export class MemoryMeterStore implements MeterStore {
       });
     }
     return keyIds;
+  }
+
+  async admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    this.check();
+    const key = meterKey(name.tenant, name.site, name.meter, subject, name.period);
+    const items = this.seen.get(key) ?? new Set<string>();
+    const before = items.size;
+    if (items.has(item)) return { outcome: "member", before };
+    if (before >= allowance) return { outcome: "full", before };
+    items.add(item);
+    this.seen.set(key, items);
+    return { outcome: "added", before };
   }
 
   private check(): void {

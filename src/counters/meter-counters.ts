@@ -5,12 +5,12 @@ import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
 import { flushTables } from "./meter-flush";
-import { DrizzleMeterStore, type MeterStore } from "./meter-store";
+import { DrizzleMeterStore, type MeterName, type MeterStore, type SeenAdmission } from "./meter-store";
 import { MeterTable } from "./meter-table";
 import { type Loaded, SEP } from "./meter-values";
 import { SiteSubjects } from "./site-subjects";
 
-export { loadStatements, type MeterStore } from "./meter-store";
+export { loadStatements, type MeterStore, type SeenAdmission } from "./meter-store";
 export { MeterTable } from "./meter-table";
 export { countOf, holds, type MeterValue, meterKey, type SeenValue } from "./meter-values";
 
@@ -41,6 +41,8 @@ const RETIRE_AFTER_MS = 60_000;
 export class MeterCounters implements Flushable {
   readonly name = "meters";
   readonly store: MeterStore;
+  /** Seen meters admit new members through the store (several processes on one Postgres). */
+  readonly exactSeen: boolean;
   private readonly tables = new Map<string, MeterTable>();
   /** Per (tenant, site): the subjects its tables share. */
   private readonly sites = new Map<string, SiteSubjects>();
@@ -79,12 +81,18 @@ export class MeterCounters implements Flushable {
       maxEntries?: number;
       exclusiveWriter?: boolean;
       maxArticleIds?: number;
+      /**
+       * Other processes may count the same readers (a Postgres server): a seen meter's new member
+       * is admitted by the store (`admitSeen`) before decide answers with it.
+       */
+      exactSeen?: boolean;
       /** Clock for retiring past periods (ms); tests pass their own. */
       now?: () => number;
       retireAfterMs?: number;
     } = {},
   ) {
     this.store = "storedKeys" in source ? source : new DrizzleMeterStore(source);
+    this.exactSeen = options.exactSeen ?? false;
     this.maxEntries = options.maxEntries ?? 4_000_000;
     this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
@@ -148,6 +156,16 @@ export class MeterCounters implements Flushable {
   loadEntry(key: string): Promise<Loaded> | Loaded {
     if (this.present && !this.present.mightContain(key)) return { count: 0, items: null };
     return this.loader.load(key);
+  }
+
+  /** @internal */
+  admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    return this.store.admitSeen(name, subject, item, allowance);
+  }
+
+  /** @internal */
+  async readNow(key: string): Promise<Loaded> {
+    return (await this.store.load([key])).get(key) ?? { count: 0, items: null };
   }
 
   /** @internal A table took a new subject. */

@@ -38,6 +38,18 @@ export interface MeterStore {
    * part. A value the store refuses fails the whole write with a data error (`isDataError`).
    */
   write(parts: readonly MeterRows[]): Promise<number[]>;
+  /**
+   * Adds `item` to a seen meter's stored members only while they number fewer than `allowance`,
+   * serialised per (meter, subject) across every process on the store. Answers what it found:
+   * `added` (the members before it were `before`), `member` (already stored, nothing added) or
+   * `full` (`before` members, the allowance reached, nothing added).
+   */
+  admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission>;
+}
+
+export interface SeenAdmission {
+  readonly outcome: "added" | "member" | "full";
+  readonly before: number;
 }
 
 /**
@@ -161,6 +173,29 @@ export class DrizzleMeterStore implements MeterStore {
 
   keyId(name: MeterName): Promise<number> {
     return this.db.transaction((tx) => keyIdOf(tx, name));
+  }
+
+  admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    return this.db.transaction(async (tx) => {
+      const keyId = await keyIdOf(tx, name);
+      // The lock makes the next statement's snapshot see every member committed before it: two
+      // processes admitting to one reader at once take turns (a plain conditional insert would
+      // let both count the same members and both add one).
+      await tx.execute(sql`select pg_advisory_xact_lock(${keyId}::int, hashtext(${subject}))`);
+      const rows = rowsOf<{ before: number | string; member: boolean; added: number | string }>(
+        await tx.execute(sql`with s as (select item from meter_seen where meter_id = ${keyId} and subject = ${subject}),
+          ins as (insert into meter_seen (meter_id, subject, item)
+            select ${keyId}::int, ${subject}, ${item}
+            where (select count(*) from s) < ${allowance} and not exists (select 1 from s where item = ${item})
+            on conflict do nothing returning 1)
+          select (select count(*) from s) as before, exists (select 1 from s where item = ${item}) as member,
+            (select count(*) from ins) as added`),
+      );
+      const row = rows[0];
+      const before = Number(row?.before ?? 0);
+      if (row?.member) return { outcome: "member", before };
+      return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before };
+    });
   }
 
   write(parts: readonly MeterRows[]): Promise<number[]> {

@@ -1,4 +1,5 @@
 import type { AbsenceFilter } from "./absence-filter";
+import type { MeterName, SeenAdmission } from "./meter-store";
 import { countOf, holds, type Loaded, type MeterValue, meterKey, NO_ITEMS, type SeenValue } from "./meter-values";
 import { ROW_KEPT, ROW_REFUSED, ROW_WRITTEN } from "./refused-rows";
 import type { SiteSubjects } from "./site-subjects";
@@ -10,6 +11,11 @@ import { grown } from "./subject-index";
  */
 export interface TableOwner {
   loadEntry(key: string): Promise<Loaded> | Loaded;
+  /** The stored row of a key read now, past the batching and the absence filter. */
+  readNow(key: string): Promise<Loaded>;
+  /** Whether new seen members are admitted by the store (`MeterCounters.exactSeen`). */
+  readonly exactSeen: boolean;
+  admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission>;
   installed(): void;
   evicted(): void;
   deferred(applied: Promise<void>): void;
@@ -89,6 +95,8 @@ export class MeterTable {
    * found by `MeterCounters.table`; whoever still holds it must ask for the table again.
    */
   detached = false;
+  /** New members of this seen meter are admitted by the store first (other processes count too). */
+  readonly exactSeen: boolean;
 
   constructor(
     private readonly owner: TableOwner,
@@ -98,7 +106,14 @@ export class MeterTable {
     readonly meter: string,
     readonly period: string,
     readonly seenKind: boolean,
-  ) {}
+  ) {
+    this.exactSeen = seenKind && owner.exactSeen;
+  }
+
+  /** Admits `item` to the subject's stored members while under `allowance` (`MeterStore.admitSeen`). */
+  admit(subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    return this.owner.admitSeen(this, subject, item, allowance);
+  }
 
   /** Subjects held. */
   get size(): number {
@@ -191,6 +206,42 @@ export class MeterTable {
     else (value as string[]).push(this.owner.intern(articleId));
     this.markDirty(slot);
     return true;
+  }
+
+  /**
+   * A member the store has just admitted (`MeterStore.admitSeen`), for a slot from `find`: held
+   * as durable, so the flush does not write it again (unless members before it are unwritten).
+   */
+  admittedAt(slot: number, articleId: string): void {
+    const value = this.membersAt(slot);
+    if (holds(value, articleId)) return;
+    const durable = (this.pending[slot] as number) === countOf(value);
+    if (typeof value === "string") this.putSeveral(slot, [value, this.owner.intern(articleId)]);
+    else if (value.length === 0) this.putMembers(slot, articleId);
+    else (value as string[]).push(this.owner.intern(articleId));
+    if (durable) this.pending[slot] = countOf(this.membersAt(slot));
+    else this.markDirty(slot);
+  }
+
+  /**
+   * Reads a seen meter's stored members for a subject again (another process admitted some):
+   * the held value becomes the stored members, unless members of this process are still to be
+   * written (then it stays as it is). Installs the value when it is not held.
+   */
+  async refresh(subject: string): Promise<void> {
+    const loaded = await this.owner.readNow(meterKey(this.tenant, this.site, this.meter, subject, this.period));
+    const slot = this.find(subject);
+    if (slot < 0) {
+      this.owner.installed();
+      this.store(this.subjects.slotFor(subject), this.fromLoaded(loaded));
+      return;
+    }
+    // A slot with members not yet written (or in flight) keeps its value: the flush owns it.
+    if (!this.seenKind || ((this.state[slot] as number) & UNFLUSHED) !== 0) return;
+    const stored = loaded.items ?? [];
+    this.dropMembers(slot);
+    if (stored.length > 0) this.putMembers(slot, stored.length === 1 ? (stored[0] as string) : stored);
+    this.pending[slot] = stored.length;
   }
 
   /**
