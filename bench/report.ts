@@ -9,6 +9,7 @@ import type { MachineInfo, SystemUsage, sourceState } from "./proc";
 import type { ProfileSummary } from "./profile";
 import type { RecommendationCacheResult } from "./recommendations";
 import type { SegmentSummary } from "./saturation";
+import type { ScalingResult } from "./scaling";
 import type { SpecRateResult } from "./spec-rate";
 import { round } from "./stats";
 import type { StreamingResult } from "./streaming";
@@ -50,6 +51,8 @@ export interface BenchResults {
   recommendation_cache?: RecommendationCacheResult;
   /** One server process and two on one Postgres server (DATABASE_URL only; not in smoke runs). */
   cluster?: ClusterResult | { skipped: string };
+  /** Server CPU per request as features defined and readers known grow (not in smoke runs). */
+  scaling?: ScalingResult;
   memory?: MemoryResult;
   /** Stored subjects read back by a server restarted over the memory scenario's data. */
   read_back?: ReadBackResult;
@@ -288,6 +291,16 @@ export function printTable(r: BenchResults): void {
       throughput: `${fmt(rc.rps, 0)} req/s`,
       "p50 / p99 / p99.9 ms": `${fmt(rc.p50_ms, 3)} / ${fmt(rc.p99_ms, 3)} / -`,
       result: `${rc.requests} requests; engine calls ${rc.engine_calls}; other ${rc.status_other}`,
+      "cpu cores": "-",
+    });
+  }
+  for (const sc of r.scaling?.runs ?? []) {
+    rows.push({
+      scenario: `scaling (${fmt(sc.features_defined, 0)} features, ${fmt(sc.readers_known, 0)} readers known)`,
+      generator: "closed-loop",
+      throughput: `${fmt(sc.requests, 0)} requests`,
+      "p50 / p99 / p99.9 ms": "-",
+      result: `${fmt(sc.server_cpu_us_per_request, 1)} µs server CPU per request; other ${sc.status_other}`,
       "cpu cores": "-",
     });
   }

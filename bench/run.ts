@@ -32,6 +32,7 @@ import { summariseProfile } from "./profile";
 import { runRecommendationCache } from "./recommendations";
 import { type BenchResults, contentionOf, printTable, targetsFor, writeResults } from "./report";
 import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
+import { runScaling } from "./scaling";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE } from "./site";
@@ -43,7 +44,7 @@ import { ensureWrk, wrkVersion } from "./wrk";
 
 const RESULTS_DIR = join(import.meta.dir, "results");
 /** Hard limits for the whole run, per mode (the bench never hangs CI). */
-const TIME_LIMIT_S = { smoke: 90, quick: 240, full: 7_200 } as const;
+const TIME_LIMIT_S = { smoke: 90, quick: 480, full: 7_200 } as const;
 
 function log(message: string): void {
   console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -399,6 +400,22 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     ),
   );
   await readServer.stop();
+
+  const scalingKnown = cfg.scalingKnown;
+  if (scalingKnown !== null) {
+    results.scaling = await timed(
+      `scaling: CPU per request with 24 and 2,000 features, ${scalingKnown.join(" and ")} readers known`,
+      () =>
+        runScaling({
+          databaseUrl: cfg.databaseUrl,
+          workDir,
+          articles,
+          known: scalingKnown,
+          measured: cfg.scalingMeasured,
+          timeLimitS: cfg.memoryTimeLimitS,
+        }),
+    );
+  }
 
   if (cfg.clusterWindows === 0) return;
   if (!cfg.databaseUrl) {
