@@ -66,10 +66,12 @@ export async function newsletterSubject(
   const cookies = headers.get("cookie");
   const bearer = bearerOf(headers);
   const upstreamCookie = live.document.identity.upstream?.cookieNames?.[0];
+  // At an svc_only site a bearer is a session token; at an external_only site, an upstream
+  // credential; in dual, a JWT is the upstream login's and anything else a session token.
   const upstream =
     mode === "svc_only"
       ? null
-      : bearer !== null && JWT.test(bearer)
+      : bearer !== null && (mode === "external_only" || JWT.test(bearer))
         ? bearer
         : upstreamCookie
           ? readCookie(cookies, upstreamCookie)
@@ -77,7 +79,7 @@ export async function newsletterSubject(
   const sessionToken =
     mode === "external_only"
       ? null
-      : bearer !== null && !JWT.test(bearer)
+      : bearer !== null && (mode === "svc_only" || !JWT.test(bearer))
         ? bearer
         : readCookie(cookies, SESSION_COOKIE);
   if (sessionToken) {
