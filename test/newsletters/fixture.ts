@@ -2,7 +2,7 @@ import { expect } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { SESSION_TTL_MS } from "../../src/identity/service";
 import { hashSecret } from "../../src/keys/key-value";
-import { smtpTransport } from "../../src/mail/outbox";
+import { type MailTransport, smtpTransport } from "../../src/mail/outbox";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
@@ -55,14 +55,14 @@ export interface Person {
  */
 export async function newsletterWorld(
   kind: StoreKind,
-  options: { vendor?: boolean; config?: Record<string, string> } = {},
+  options: { vendor?: boolean; config?: Record<string, string>; mailTransport?: MailTransport } = {},
 ) {
   const smtp = await startSmtpServer();
   const idp: FakeIdp = await startFakeIdp();
   const listmonk: FakeListmonk = await startFakeListmonk();
   const db = await freshDatabase(kind);
   const h = await startHarness(db, {
-    mailTransport: smtpTransport(smtp.url, "News <news@example.com>"),
+    mailTransport: options.mailTransport ?? smtpTransport(smtp.url, "News <news@example.com>"),
     config: { SVC_PUBLIC_URL: PUBLIC_URL, SVC_NEWSLETTER_VENDOR_TIMEOUT_MS: "500", ...options.config },
     serviceEnv: { LISTMONK_PASSWORD: listmonk.password },
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { noMailTransport } from "../../src/mail/outbox";
 import { storeKinds } from "../helpers/databases";
 import { type NewsletterWorld, newsletterWorld, type Person } from "./fixture";
 
@@ -138,5 +139,28 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
       }
     }
     expect((await w.h.request("POST", "/v1/newsletters/confirm")).status).toBe(404);
+  });
+});
+
+describe("a server that cannot send mail", () => {
+  let w: NewsletterWorld;
+  beforeAll(async () => {
+    w = await newsletterWorld("embedded", { mailTransport: noMailTransport() });
+  }, 60_000);
+  afterAll(() => w.stop(), 60_000);
+
+  it("answers 503 without Retry-After for a PUT that needs a confirmation mail, storing nothing; single opt-in still works", async () => {
+    const ids = await w.lists();
+    const ann = await w.person("ann@example.com");
+    const headers = { cookie: ann.cookie };
+    const res = await w.call("PUT", "subscriptions", { headers, body: { subscribed: [ids.daily, ids.weekly] } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(await w.statuses(await w.call("GET", "subscriptions", { headers }))).toEqual({
+      daily: "unknown",
+      weekly: "unknown",
+    });
+    const weekly = await w.call("PUT", "subscriptions", { headers, body: { subscribed: [ids.weekly] } });
+    expect(weekly.status).toBe(200);
   });
 });

@@ -290,6 +290,32 @@ describe.each(storeKinds)("newsletters, happy paths (%s store)", (kind) => {
     expect(await prompt(ivy.userId)).toBe("show");
   });
 
+  it("a decide request naming no feature that reads newsletters.* reads no standing", async () => {
+    const facts = w.h.deps.newsletters.facts;
+    const original = facts.get.bind(facts);
+    let reads = 0;
+    facts.get = (tenantId, userId) => {
+      reads++;
+      return original(tenantId, userId);
+    };
+    try {
+      const ivy = await w.h.deps.identityDeps.identity.userByEmail("default", "ivy@example.com");
+      const res = await w.h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", "x-api-key": w.key },
+        body: { features: ["teaser", "paywall"], userId: ivy?.id },
+      });
+      expect(res.status).toBe(200);
+      expect(reads).toBe(0);
+      await w.h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", "x-api-key": w.key },
+        body: { features: ["teaser", "prompt"], userId: ivy?.id },
+      });
+      expect(reads).toBe(1);
+    } finally {
+      facts.get = original;
+    }
+  });
+
   it("list ids are stable across deploys; a dropped list keeps its standings and comes back with them", async () => {
     const jo = await w.person("jo@example.com");
     const headers = { cookie: jo.cookie };
