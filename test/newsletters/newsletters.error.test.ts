@@ -164,3 +164,40 @@ describe("a server that cannot send mail", () => {
     expect(weekly.status).toBe(200);
   });
 });
+
+describe("links are built only on origins the service trusts", () => {
+  let w: NewsletterWorld;
+  beforeAll(async () => {
+    w = await newsletterWorld("embedded", { config: { SVC_PUBLIC_URL: "" } });
+  }, 60_000);
+  afterAll(() => w.stop(), 60_000);
+
+  it("refuses a PUT that would mail a link on a forged host (400), storing and mailing nothing", async () => {
+    const ids = await w.lists();
+    const ann = await w.person("ann@example.com");
+    const put = (url: string) =>
+      w.h.app.handle(
+        new Request(url, {
+          method: "PUT",
+          headers: { "x-svc-site-id": "news", cookie: ann.cookie, "content-type": "application/json" },
+          body: JSON.stringify({ subscribed: [ids.daily] }),
+        }),
+      );
+    const forged = await put("http://evil.example/v1/newsletters/subscriptions");
+    expect(forged.status).toBe(400);
+    expect(await w.statuses(await w.call("GET", "subscriptions", { headers: { cookie: ann.cookie } }))).toEqual({
+      daily: "unknown",
+      weekly: "unknown",
+    });
+    // The tenant's public URL wins over the request's host, and links use /v1 from either mount.
+    expect(
+      (await w.h.admin("PUT", "/admin/tenants/default/public-url", { publicUrl: "https://id.acme.example" })).status,
+    ).toBe(200);
+    const ok = await put("http://evil.example/svc/v1/newsletters/subscriptions");
+    expect(ok.status).toBe(202);
+    const mail = (await w.mails(1)).at(-1)!;
+    expect(w.confirmLink(mail).origin).toBe("https://id.acme.example");
+    expect(w.confirmLink(mail).pathname).toBe("/v1/newsletters/confirm");
+    expect(w.smtp.received.length).toBe(1);
+  });
+});
