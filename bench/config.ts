@@ -40,6 +40,12 @@ export interface BenchConfig {
   streamingS: number;
   streamingClients: number;
   streamingReaders: number;
+  /** Cluster scenario (DATABASE_URL only): keys offered their limit, aligned windows (0: skipped). */
+  clusterKeys: number;
+  clusterWindows: number;
+  /** Scaling scenario: readers held at its two measurements (null: skipped), requests per measurement. */
+  scalingKnown: [number, number] | null;
+  scalingMeasured: number;
   profile: boolean;
   databaseUrl: string | undefined;
 }
@@ -53,6 +59,10 @@ const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile]
   --smoke    every scenario very briefly, checks only that the bench runs end to end (CI)
   --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
   --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
+
+The cluster scenario (one server process, then two) needs a Postgres server: it runs only with
+DATABASE_URL, and not in smoke runs. Neither does the scaling scenario (CPU per request with 24
+and 2,000 features defined, 10,000 and 1,000,000 readers known; 100,000 in quick runs).
 
 DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).`;
 
@@ -111,6 +121,10 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       streamingS: 2,
       streamingClients: 2,
       streamingReaders: 1_000,
+      clusterKeys: 0,
+      clusterWindows: 0,
+      scalingKnown: null,
+      scalingMeasured: 0,
     };
   }
   if (mode === "quick") {
@@ -137,6 +151,10 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       streamingS: 5,
       streamingClients: 4,
       streamingReaders: 5_000,
+      clusterKeys: 5,
+      clusterWindows: 1,
+      scalingKnown: [10_000, 100_000],
+      scalingMeasured: 20_000,
     };
   }
   return {
@@ -162,5 +180,9 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
     streamingS: 20,
     streamingClients: 4,
     streamingReaders: 20_000,
+    clusterKeys: 10,
+    clusterWindows: 3,
+    scalingKnown: [10_000, 1_000_000],
+    scalingMeasured: 100_000,
   };
 }

@@ -131,7 +131,7 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
  * The memory and read-back scenarios' requests: the n-th goes to key n (mod the keys) and names
  * the subject `mem-<subject in base 36>`, with features and an article drawn from `seed`.
  */
-function subjectRequests(
+export function subjectRequests(
   o: { keys: readonly string[]; articles: readonly Article[]; optional: readonly string[] },
   seed: number,
 ): (n: number, subject: number) => Uint8Array {

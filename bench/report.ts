@@ -2,12 +2,14 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DriveResult } from "./closed-loop";
+import type { ClusterResult } from "./cluster";
 import type { MemoryResult, ReadBackResult } from "./memory";
 import type { OverLimitResult } from "./over-limit";
 import type { MachineInfo, SystemUsage, sourceState } from "./proc";
 import type { ProfileSummary } from "./profile";
 import type { RecommendationCacheResult } from "./recommendations";
 import type { SegmentSummary } from "./saturation";
+import type { ScalingResult } from "./scaling";
 import type { SpecRateResult } from "./spec-rate";
 import { round } from "./stats";
 import type { StreamingResult } from "./streaming";
@@ -47,6 +49,10 @@ export interface BenchResults {
   streaming_one_writer?: StreamingResult;
   /** Keyed GET /v1/recommendations answered from the 15-minute cache: latency per request. */
   recommendation_cache?: RecommendationCacheResult;
+  /** One server process and two on one Postgres server (DATABASE_URL only; not in smoke runs). */
+  cluster?: ClusterResult | { skipped: string };
+  /** Server CPU per request as features defined and readers known grow (not in smoke runs). */
+  scaling?: ScalingResult;
   memory?: MemoryResult;
   /** Stored subjects read back by a server restarted over the memory scenario's data. */
   read_back?: ReadBackResult;
@@ -123,6 +129,17 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
     target: "exactly 2,000 admitted per window, every refusal with Retry-After",
     measured: admitted ? admitted.join(", ") : null,
     met: r.over_limit ? r.over_limit.exact && r.over_limit.every_refusal_had_retry_after : null,
+  };
+  const runs = r.cluster && "runs" in r.cluster ? r.cluster.runs : null;
+  t.cluster_exact = {
+    target: "one and two processes: exactly 2,000 admitted per window, every refusal with Retry-After",
+    measured: runs ? runs.map((c) => `${c.workers}: ${c.admitted_per_window.join("/")}`).join("; ") : null,
+    met: runs ? runs.every((c) => c.exact && c.every_refusal_had_retry_after) : null,
+  };
+  t.cluster_false_429 = {
+    target: "false 429s at most 0.1% of requests offered at the limit",
+    measured: runs ? runs.map((c) => `${c.workers}: ${c.false_429}/${c.at_limit_requests}`).join("; ") : null,
+    met: runs ? runs.every((c) => c.false_429_rate <= 0.001) : null,
   };
   const m = r.memory;
   t.memory_rss = {
@@ -276,6 +293,28 @@ export function printTable(r: BenchResults): void {
       result: `${rc.requests} requests; engine calls ${rc.engine_calls}; other ${rc.status_other}`,
       "cpu cores": "-",
     });
+  }
+  for (const sc of r.scaling?.runs ?? []) {
+    rows.push({
+      scenario: `scaling (${fmt(sc.features_defined, 0)} features, ${fmt(sc.readers_known, 0)} readers known)`,
+      generator: "closed-loop",
+      throughput: `${fmt(sc.requests, 0)} requests`,
+      "p50 / p99 / p99.9 ms": "-",
+      result: `${fmt(sc.server_cpu_us_per_request, 1)} µs server CPU per request; other ${sc.status_other}`,
+      "cpu cores": "-",
+    });
+  }
+  if (r.cluster && "runs" in r.cluster) {
+    for (const c of r.cluster.runs) {
+      rows.push({
+        scenario: `cluster (${c.workers} process${c.workers === 1 ? "" : "es"}, ${c.at_limit_keys + 1} keys)`,
+        generator: "open-loop",
+        throughput: `${fmt(c.requests, 0)} requests`,
+        "p50 / p99 / p99.9 ms": "-",
+        result: `admitted ${c.admitted_per_window.join("/")}; false 429 ${c.false_429}; ${fmt(c.db_xacts_per_request, 3)} db xacts/req; ${fmt(c.server_cpu_us_per_request, 1)} µs CPU/req`,
+        "cpu cores": "-",
+      });
+    }
   }
   if (r.memory) {
     const m = r.memory;

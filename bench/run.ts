@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driveClosedLoop } from "./closed-loop";
+import { runCluster } from "./cluster";
 import { type BenchConfig, parseArgs } from "./config";
 import { buildRequest, RequestPool } from "./http-conn";
 import { CLOSED_LOOP_GENERATOR, runMemory, runReadBack } from "./memory";
@@ -31,6 +32,7 @@ import { summariseProfile } from "./profile";
 import { runRecommendationCache } from "./recommendations";
 import { type BenchResults, contentionOf, printTable, targetsFor, writeResults } from "./report";
 import { closedLoop, interleavedClosedLoops, startCeilingServer, writeLoadFiles } from "./saturation";
+import { runScaling } from "./scaling";
 import { nextWindowStart, WINDOW_MS } from "./schedule";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE } from "./site";
@@ -42,7 +44,7 @@ import { ensureWrk, wrkVersion } from "./wrk";
 
 const RESULTS_DIR = join(import.meta.dir, "results");
 /** Hard limits for the whole run, per mode (the bench never hangs CI). */
-const TIME_LIMIT_S = { smoke: 90, quick: 240, full: 7_200 } as const;
+const TIME_LIMIT_S = { smoke: 90, quick: 480, full: 7_200 } as const;
 
 function log(message: string): void {
   console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -398,6 +400,33 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     ),
   );
   await readServer.stop();
+
+  const scalingKnown = cfg.scalingKnown;
+  if (scalingKnown !== null) {
+    results.scaling = await timed(
+      `scaling: CPU per request with 24 and 2,000 features, ${scalingKnown.join(" and ")} readers known`,
+      () =>
+        runScaling({
+          databaseUrl: cfg.databaseUrl,
+          workDir,
+          articles,
+          known: scalingKnown,
+          measured: cfg.scalingMeasured,
+          timeLimitS: cfg.memoryTimeLimitS,
+        }),
+    );
+  }
+
+  if (cfg.clusterWindows === 0) return;
+  if (!cfg.databaseUrl) {
+    results.cluster = { skipped: "needs DATABASE_URL (a cluster refuses the embedded store)" };
+    return;
+  }
+  const databaseUrl = cfg.databaseUrl;
+  results.cluster = await timed(
+    `cluster: one process, then two, ${cfg.clusterWindows} window(s) of 1 key over its limit and ${cfg.clusterKeys} at it`,
+    () => runCluster({ databaseUrl, workDir, articles, keys: cfg.clusterKeys, windows: cfg.clusterWindows }),
+  );
 }
 
 /** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */

@@ -120,6 +120,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const meters = new MeterCounters(database.db, {
     maxEntries: config.meterEntries,
     exclusiveWriter: database.kind === "embedded",
+    // Other processes (workers, hosts) may serve the same readers on a Postgres server.
+    exactSeen: database.kind === "server",
+    now,
   });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new UserStore(database.db, config.readDeadlineMs);

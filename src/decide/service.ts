@@ -1,12 +1,12 @@
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../core/types";
-import type { MeterCounters, MeterTable } from "../counters/meter-counters";
+import type { MeterCounters, MeterTable, SeenAdmission } from "../counters/meter-counters";
 import type { KeyedRate } from "../counters/quota-leases";
 import type { RateWindows } from "../counters/rate-windows";
 import type { Deps } from "../deps";
 import type { GiftLedger } from "../gifts/ledger";
-import { withinDeadline } from "../http/deadline";
+import { StoreUnavailable, withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
 import { factsOf, type NewsletterFacts, type NewsletterFactsCache, unknownFacts } from "../newsletters/facts-cache";
 import type { SiteState } from "../sites/registry";
@@ -141,7 +141,8 @@ function meterSlot(
   const meter = known?.meter ?? document.meters.get(name);
   if (meter === undefined) return undefined;
   const period = meter.periodKey(now);
-  if (known !== undefined && known.period === period) return known;
+  // A table is detached only once its period has been unused for a minute (meter-counters.ts).
+  if (known !== undefined && known.period === period && !known.table.detached) return known;
   const seenKind = meter.kind === "seen";
   const slot = { meter, seenKind, period, table: meters.table(site.tenantId, site.id, name, period, seenKind) };
   slots.set(name, slot);
@@ -310,10 +311,22 @@ function withFacts(
     const who = subject as string;
     const ms = deps.readDeadlineMs;
     return withinDeadline(Promise.all(misses), ms).then(() =>
-      afterReads(req, traits, grants, streaming, who, read, effects, READ_ROUNDS - 1, ms, gift),
+      afterReads(req, traits, grants, streaming, who, read, effects, READ_ROUNDS - 1, ms, gift, ADMISSION_ROUNDS),
     );
   }
-  return evaluateHeld(req, traits, grants, streaming, subject, held, found, effects, gift);
+  return evaluateHeld(
+    req,
+    traits,
+    grants,
+    streaming,
+    subject,
+    held,
+    found,
+    effects,
+    gift,
+    deps.readDeadlineMs,
+    ADMISSION_ROUNDS,
+  );
 }
 
 /**
@@ -331,6 +344,7 @@ function afterReads(
   rounds: number,
   deadlineMs: number,
   gift: Gift,
+  admissionRounds: number,
 ): BatchResult | Promise<BatchResult> {
   const found = new Array<number>(held.length);
   let misses: Promise<void>[] | null = null;
@@ -344,10 +358,10 @@ function afterReads(
   }
   if (misses !== null) {
     return withinDeadline(Promise.all(misses), deadlineMs).then(() =>
-      afterReads(req, traits, grants, streaming, subject, held, effects, rounds - 1, deadlineMs, gift),
+      afterReads(req, traits, grants, streaming, subject, held, effects, rounds - 1, deadlineMs, gift, admissionRounds),
     );
   }
-  return evaluateHeld(req, traits, grants, streaming, subject, held, found, effects, gift);
+  return evaluateHeld(req, traits, grants, streaming, subject, held, found, effects, gift, deadlineMs, admissionRounds);
 }
 
 /** Evaluates with the subject's slots found in this same synchronous run (-1: not held). */
@@ -361,7 +375,9 @@ function evaluateHeld(
   found: number[] | null,
   effects: boolean,
   gift: Gift,
-): BatchResult {
+  deadlineMs: number,
+  admissionRounds: number,
+): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
   const verified = document.verifyContent(input.content, req.now);
   const articleId = verified?.articleId ?? null;
@@ -403,9 +419,119 @@ function evaluateHeld(
 
   const result = evaluateBatch(document, input.features, snapshot);
   if (effects && held !== null && found !== null && subject !== null) {
+    const admissions = articleId === null ? null : admissionsOf(result.ticks, held, found, articleId);
+    if (admissions !== null) {
+      const retry = { req, traits, grants, streaming, subject, held, gift, deadlineMs, admissionRounds };
+      return admitThenTick(retry, result, admissions, articleId as string);
+    }
     applyTicks(result.ticks, held, found, subject, articleId);
   }
   return result;
+}
+
+/**
+ * How many times a request evaluates again after the store refused a seen meter's new member
+ * (another process filled the reader's allowance meanwhile) before it answers 503.
+ */
+const ADMISSION_ROUNDS = 2;
+// The admission is a write: past the deadline it may still commit, and the retry finds the
+// article admitted (`member`) and counts it once.
+
+/**
+ * The held meters (their positions in `held`) whose tick adds a new member to a seen meter that
+ * other processes also count (`MeterCounters.exactSeen`: a Postgres server), or null: such a
+ * member is admitted by the store before the answer (one transaction), so a reader never gets
+ * more distinct articles through the meter than its allowance, however many processes serve them.
+ */
+function admissionsOf(
+  ticks: readonly string[],
+  held: readonly MeterSlot[],
+  found: readonly number[],
+  articleId: string,
+): number[] | null {
+  let out: number[] | null = null;
+  for (let t = 0; t < ticks.length; t++) {
+    const i = indexOfMeter(held, ticks[t] as string);
+    const h = held[i];
+    if (h === undefined || !h.seenKind || !h.table.exactSeen) continue;
+    const at = found[i] as number;
+    if (at < 0 || h.table.holdsAt(at, articleId)) continue;
+    if (out === null) out = [i];
+    else out.push(i);
+  }
+  return out;
+}
+
+/** What evaluating a request again needs. */
+interface Retry {
+  readonly req: DecideRequest;
+  readonly traits: Readonly<Record<string, unknown>> | null;
+  readonly grants: FactSnapshot["grants"];
+  readonly streaming: Streaming;
+  readonly subject: string;
+  readonly held: MeterSlot[];
+  readonly gift: Gift;
+  readonly deadlineMs: number;
+  readonly admissionRounds: number;
+}
+
+/**
+ * Admits the new members through the store, then applies the batch's ticks (slots found again:
+ * the request awaited). A member another process had already admitted is simply held now. When
+ * the store refuses one (the allowance is reached), the reader's members are read again and the
+ * batch evaluated again (no tick applied from this evaluation), at most ADMISSION_ROUNDS times.
+ */
+async function admitThenTick(
+  r: Retry,
+  result: BatchResult,
+  admissions: readonly number[],
+  articleId: string,
+): Promise<BatchResult> {
+  const ms = r.deadlineMs;
+  const outcomes = await withinDeadline(
+    Promise.all(
+      admissions.map((i) => {
+        const h = r.held[i] as MeterSlot;
+        return h.table.admit(r.subject, articleId, h.meter.allowance);
+      }),
+    ),
+    ms,
+  );
+  if (outcomes.every((o) => o.outcome !== "full")) {
+    const found = r.held.map((h) => h.table.find(r.subject));
+    for (let k = 0; k < admissions.length; k++) {
+      const i = admissions[k] as number;
+      const table = (r.held[i] as MeterSlot).table;
+      const at = found[i] as number;
+      found[i] = -2;
+      // Stored now: held as written (an evicted value reads it back on its next request).
+      if (at < 0) continue;
+      const stale = (outcomes[k] as SeenAdmission).before !== table.countAt(at);
+      table.admittedAt(at, articleId);
+      // Another process added members meanwhile: read them, so later answers count them.
+      if (stale) table.refresh(r.subject).catch(() => {});
+    }
+    applyTicks(result.ticks, r.held, found, r.subject, articleId);
+    return result;
+  }
+  if (r.admissionRounds === 0) {
+    throw new StoreUnavailable("admission", "The reader's meters changed while deciding; retry shortly.");
+  }
+  await withinDeadline(Promise.all(admissions.map((i) => (r.held[i] as MeterSlot).table.refresh(r.subject))), ms);
+  const { req, traits, grants, streaming, subject, held, gift } = r;
+  return afterReads(
+    req,
+    traits,
+    grants,
+    streaming,
+    subject,
+    held,
+    true,
+    READ_ROUNDS - 1,
+    ms,
+    gift,
+    r.admissionRounds - 1,
+  );
 }
 
 /** The batch's deduplicated meter ticks, by the slots found in the same synchronous run. */
@@ -421,6 +547,7 @@ function applyTicks(
     const h = held[i];
     if (h === undefined) continue;
     const at = found[i] as number;
+    if (at === -2) continue; // admitted by the store (admitThenTick)
     if (h.seenKind) {
       if (articleId === null) continue;
       // Not held after every round of reads: ticked once read, so it lands on the stored value.

@@ -37,12 +37,17 @@ describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
       const file = join(dataDir, "counter.json");
       writeFileSync(file, JSON.stringify(counterDocument()));
       expect((await cli(["deploy", "news", file])).code).toBe(0);
-      const key = JSON.parse((await cli(["keys", "issue", "news", "--name", "load"])).stdout).key as string;
+      const issue = async (name: string) =>
+        JSON.parse((await cli(["keys", "issue", "news", "--name", name])).stdout).key as string;
+      const key = await issue("load");
+      // The load spends the first key's rate window, which (leased from a server store) stays spent
+      // across the restart: the read back goes through a second key.
+      const readBackKey = await issue("read-back");
 
-      const hit = async (base: string) => {
+      const hit = async (base: string, apiKey = key) => {
         const res = await fetch(`${base}/v1/decide`, {
           method: "POST",
-          headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+          headers: { "x-svc-site-id": "news", "x-api-key": apiKey, "content-type": "application/json" },
           body: JSON.stringify({ features: ["counter"], deviceId: "crash-reader" }),
         });
         return res;
@@ -71,7 +76,7 @@ describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
       await load;
 
       server = await startServerProcess(env);
-      const res = await hit(server.url);
+      const res = await hit(server.url, readBackKey);
       expect(res.status).toBe(200);
       const durable = (await res.json()).decisions.counter.meters.hits.count as number;
       const answeredBeforeKill = answeredAt.filter((t) => t <= killedAt).length;
