@@ -1,5 +1,6 @@
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
+import { SignInMailLimits } from "../identity/mail-limits";
 import type { IdentityStore } from "../identity/store";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../logger";
@@ -28,7 +29,20 @@ export interface NewsletterDeps {
   /** The service-wide origin for links built outside a request (vendor attributes): SVC_PUBLIC_URL. */
   readonly publicUrl: string | undefined;
   readonly vendorTimeoutMs: number;
+  /**
+   * Per client and per site limits on anonymous subscribe requests that mail (in memory, per
+   * process, as sign-in mail's): one caller cannot make the service mail address after address.
+   */
+  readonly anonymousMail: SignInMailLimits;
 }
+
+/** Anonymous subscribe requests that mail: 20 per 10 minutes per client, 500 per 10 minutes per site. */
+export const ANONYMOUS_MAIL_LIMITS = Object.freeze({
+  // Per address the stored caps apply (service.ts); this log only bounds memory.
+  perAddress: { limit: 1_000, windowMs: 1_000 },
+  perClient: { limit: 20, windowMs: 10 * 60_000 },
+  perSite: { limit: 500, windowMs: 10 * 60_000 },
+});
 
 /** A list the site deploys, as the routes use it. */
 export interface DeployedList {
@@ -86,6 +100,7 @@ export function createNewsletterDeps(input: {
     now: input.now,
     publicUrl: input.config.publicUrl,
     vendorTimeoutMs: input.config.newsletterVendorTimeoutMs,
+    anonymousMail: new SignInMailLimits(ANONYMOUS_MAIL_LIMITS),
   };
   registerSyncJob(deps);
   return deps;

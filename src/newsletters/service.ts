@@ -159,6 +159,10 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
     deps.outbox.assertCanSend();
     const linkBase = input.linkBase();
     await checkCaps(deps, tenantId, email, mailTo, now);
+    if (anonymous) {
+      const wait = deps.anonymousMail.take({ tenantId, siteId: site.id, address: email, client: input.client }, now);
+      if (wait > 0) throw tooManySubscribeRequests(wait);
+    }
     if (user === null) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
     await deps.store.write(tenantId, user.id, writes, now);
     for (const list of mailTo) {
@@ -179,6 +183,11 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
   const subscriptions = lists.map((l) => entry(l, result.get(l.id) ?? "unknown"));
   return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions } };
 }
+
+const tooManySubscribeRequests = (retryAfterSeconds: number) =>
+  new AppError("rate_limited", "Too many subscription requests; try again later.", { retryAfterSeconds }, 429, {
+    "retry-after": String(retryAfterSeconds),
+  });
 
 /** 429 with Retry-After when one more mail per list would pass a cap; nothing is recorded here. */
 async function checkCaps(

@@ -130,6 +130,29 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     expect(Number(refused?.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
+  it("caps anonymous subscribe requests that mail at 20 per 10 minutes per client, whatever the addresses", async () => {
+    w.h.clock.advance(60 * 60_000);
+    for (let i = 0; i < 20; i++) {
+      const res = await w.call("PUT", "subscriptions", {
+        body: { subscribed: [ids.daily], email: `many-${i}@example.com` },
+      });
+      expect(res.status).toBe(202);
+    }
+    const refused = await w.call("PUT", "subscriptions", {
+      body: { subscribed: [ids.daily], email: "many-20@example.com" },
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBe(600);
+    expect(await w.h.deps.identityDeps.identity.userByEmail("default", "many-20@example.com")).toBeUndefined();
+    // A signed-in reader is not held by it.
+    const reader = await w.person("many-reader@example.com");
+    const own = await w.call("PUT", "subscriptions", {
+      headers: { cookie: reader.cookie },
+      body: { subscribed: [ids.daily] },
+    });
+    expect(own.status).toBe(202);
+  });
+
   it("links that are not ours answer a page with 404 and change nothing", async () => {
     for (const path of ["/v1/newsletters/confirm?token=nope", "/v1/newsletters/unsubscribe?token=a.b.c"]) {
       for (const method of ["GET", "POST"]) {
