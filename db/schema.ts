@@ -168,6 +168,8 @@ export const mailOutbox = pgTable(
     subject: text().notNull(),
     text: text().notNull(),
     html: text(),
+    /** Extra headers (List-Unsubscribe of newsletter mail), sealed JSON; null: none. */
+    headers: text(),
     status: text({ enum: ["pending", "sending", "sent", "failed"] })
       .notNull()
       .default("pending"),
@@ -361,7 +363,7 @@ export const rateLeases = pgTable(
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),
-  topic: text({ enum: ["tenant", "site", "key", "grants", "gift", "streaming"] }).notNull(),
+  topic: text({ enum: ["tenant", "site", "key", "grants", "gift", "streaming", "newsletters"] }).notNull(),
   tenantId: text().notNull(),
   subject: text().notNull(),
   createdAt: createdAt(),
@@ -540,4 +542,71 @@ export const recommendationUsage = pgTable(
     calls: bigint({ mode: "number" }).notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.period] })],
+);
+
+/**
+ * The stable id of each newsletter list a site has ever deployed (src/newsletters): assigned at
+ * the first deploy that names the slug (uuid v7) and kept, so standings outlive a deploy that
+ * drops the list and come back with it.
+ */
+export const newsletterLists = pgTable(
+  "newsletter_lists",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    slug: text().notNull(),
+    id: uuid().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.slug] }), uniqueIndex("newsletter_lists_id_idx").on(t.id)],
+);
+
+/**
+ * One person's standing on one list. `status` is `subscribed`, `unsubscribed` or `pending`
+ * (no row: `unknown`); a `pending` row past `pending_until` reads as `unknown`. `vendor_status`
+ * is what the delivery vendor was last told (null: nothing; only `subscribed` addresses are sent).
+ */
+export const newsletterStandings = pgTable(
+  "newsletter_standings",
+  {
+    tenantId: text().notNull(),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    listId: uuid().notNull(),
+    siteId: text().notNull(),
+    status: text().notNull(),
+    pendingUntil: timestamp({ withTimezone: true, mode: "date" }),
+    /** Proof of the confirmed opt-in: when, from which client, which list, which mail. */
+    consent: jsonb(),
+    vendorStatus: text(),
+    vendorSubscriberId: text(),
+    updatedAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.userId, t.listId] })],
+);
+
+/**
+ * Confirmation links mailed for double opt-in: the token's SHA-256 only, valid 7 days. Rows are
+ * kept after use as the record of what was sent and confirmed (and count the per-address caps).
+ */
+export const newsletterConfirmations = pgTable(
+  "newsletter_confirmations",
+  {
+    tokenHash: text().primaryKey(),
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    userId: uuid()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    listId: uuid().notNull(),
+    email: text().notNull(),
+    mailId: bigint({ mode: "number" }),
+    requestedFrom: text().notNull(),
+    createdAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    confirmedAt: timestamp({ withTimezone: true, mode: "date" }),
+    confirmedFrom: text(),
+  },
+  (t) => [index("newsletter_confirmations_email_idx").on(t.tenantId, t.email, t.createdAt)],
 );

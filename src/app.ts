@@ -20,6 +20,7 @@ import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
+import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
@@ -56,6 +57,8 @@ export function createApp(deps: Deps) {
   const app = new Elysia({ serve: { routes: nativeRoutes } as object, normalize: "typebox" })
     .post(KEYED_DECIDE_PATH, ({ request }) => decide(request))
     .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request))
+    // Emailed newsletter links: a one-click unsubscribe POST carries a form body (RFC 8058).
+    .use(newsletterLinkRoutes(deps))
     .use(errorEnvelope(deps.logger))
     .use(jsonBody(maxBody))
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
@@ -79,6 +82,7 @@ export function createApp(deps: Deps) {
         .use(identityRoutes(deps, prefix))
         .use(grantRoutes(deps, prefix))
         .use(orgRoutes(deps, prefix))
+        .use(newsletterRoutes(deps, prefix))
         .use(forwardRoutes(deps, prefix)),
     ),
   );

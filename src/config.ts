@@ -40,6 +40,8 @@ export interface Config {
   readonly cmsTimeoutMs: number;
   /** How long the recommendation engine may take before the request answers 503. */
   readonly recommendationTimeoutMs: number;
+  /** How long one call to the newsletter vendor (listmonk) may take before the sync is retried. */
+  readonly newsletterVendorTimeoutMs: number;
   /**
    * `normal` (default): the runtime's threads as Bun schedules them. `idle` (opt-in): its
    * background threads yield to the request thread (src/runtime; Linux and glibc only).
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
     paymentTimeoutMs: intVar(env, "SVC_PAYMENT_TIMEOUT_MS", 10_000, 100, 120_000),
     contentDebounceMs: intVar(env, "SVC_CONTENT_DEBOUNCE_MS", 5000, 0, 3_600_000),
     cmsTimeoutMs: intVar(env, "SVC_CMS_TIMEOUT_MS", 5000, 100, 60_000),
+    newsletterVendorTimeoutMs: intVar(env, "SVC_NEWSLETTER_VENDOR_TIMEOUT_MS", 5000, 100, 60_000),
     recommendationTimeoutMs: intVar(env, "SVC_RECOMMENDATION_TIMEOUT_MS", 1000, 50, 60_000),
     runtimeThreads,
     httpServer,

@@ -22,6 +22,7 @@ import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
 import { SealedText } from "./mail/sealed-text";
+import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
 import { RequestStats } from "./ops/requests";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
@@ -86,6 +87,8 @@ export interface Deps {
     readonly cache: AnswerCache<RecommendationReply>;
     readonly usage: UsageStore;
   };
+  /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
+  readonly newsletters: NewsletterDeps;
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
 }
@@ -132,6 +135,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 
   // The feed needs the key service and the key service publishes to the feed.
   let keys: KeyService | undefined;
+  let newsletters: NewsletterDeps | undefined;
   const apply = async (change: Change) => {
     switch (change.topic) {
       case "tenant":
@@ -146,6 +150,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return gifts.onGiftChanged(change.tenantId, change.subject, now());
       case "streaming":
         return streamingFacts.invalidate(change.tenantId, change.subject);
+      case "newsletters":
+        return newsletters?.facts.invalidate(change.tenantId, change.subject);
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
@@ -191,6 +197,19 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const contentStore = new DrizzleContentStore(database.db);
   const contentDeps: ContentDeps = { services, store: contentStore, jobs, now, cmsTimeoutMs: config.cmsTimeoutMs };
   registerContentJobs(contentDeps, config.contentDebounceMs);
+  newsletters = createNewsletterDeps({
+    db: database.db,
+    config,
+    identity: identityDeps.identity,
+    users,
+    outbox,
+    services,
+    jobs,
+    changes,
+    registry,
+    logger,
+    now,
+  });
   const usage = new DrizzleUsageStore(database.db);
   const recommendations = {
     deps: {
@@ -205,6 +224,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     usage,
   };
   return {
+    newsletters,
     jobs,
     recommendations,
     contentStore,

@@ -3,7 +3,7 @@ import { type Database, rowsOf } from "../../db/client";
 import { changeLog } from "../../db/schema";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift" | "streaming";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift" | "streaming" | "newsletters";
 
 export interface Change {
   readonly topic: ChangeTopic;

@@ -52,6 +52,8 @@ export interface CompiledSite {
    * loads a user's streaming values only for a request naming one of them.
    */
   readonly streamingFeatures: ReadonlySet<string> | null;
+  /** Features that read `newsletters.*`; null when none does (decide then reads no standing). */
+  readonly newsletterFeatures: ReadonlySet<string> | null;
   /**
    * Verifies a content descriptor against the site's content keys. Null when absent, forged,
    * malformed, signed with an unknown `kid` or expired: `content.*` is then unavailable.
@@ -308,6 +310,10 @@ export function compileSite(document: SiteDocument): CompiledSite {
   for (const [name, f] of Object.entries(document.features ?? {})) {
     if (featureReadsNamespace(f, "streaming")) streamingFeatures.add(name);
   }
+  const newsletterFeatures = new Set<string>();
+  for (const [name, f] of Object.entries(document.features ?? {})) {
+    if (featureReadsNamespace(f, "newsletters")) newsletterFeatures.add(name);
+  }
   return Object.freeze({
     document,
     identityMode: document.identity.mode,
@@ -316,6 +322,7 @@ export function compileSite(document: SiteDocument): CompiledSite {
     features,
     experiments,
     streamingFeatures: streamingFeatures.size > 0 ? streamingFeatures : null,
+    newsletterFeatures: newsletterFeatures.size > 0 ? newsletterFeatures : null,
     verifyContent: (descriptor: ContentDescriptor | undefined, nowMs: number): VerifiedContent | null =>
       verifier(descriptor, nowMs),
   });

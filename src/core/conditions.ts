@@ -43,6 +43,9 @@ export interface ConditionEnvironment {
 
 type Root = (s: FactSnapshot) => unknown;
 
+/** A snapshot built without newsletter standings (its features read none): every list unknown. */
+const NO_STANDINGS: Readonly<Record<string, string>> = Object.freeze({});
+
 const ROOTS: Record<FactNamespace, Root> = {
   content: (s) => s.content,
   grants: (s) => s.grants,
@@ -52,6 +55,7 @@ const ROOTS: Record<FactNamespace, Root> = {
   streaming: (s) => s.streaming,
   external: (s) => s.external,
   gift: (s) => s.gift,
+  newsletters: (s) => s.newsletters ?? NO_STANDINGS,
 };
 
 /** Own members only: `content.constructor` must not reach Object.prototype. */

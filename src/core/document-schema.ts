@@ -16,6 +16,7 @@ export const FACT_NAMESPACES = [
   "streaming",
   "external",
   "gift",
+  "newsletters",
 ] as const;
 export type FactNamespace = (typeof FACT_NAMESPACES)[number];
 export const FACT_PATH_PATTERN = `^(${FACT_NAMESPACES.join("|")})(\\.[^.]+)+$`;
@@ -23,6 +24,8 @@ export const DURATION_PATTERN = "^[1-9][0-9]{0,8}[smhdw]$";
 /** Date-time strings accepted by before/after, in rules and in facts: ISO 8601, date first. */
 export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
 export const SLUG_PATTERN = "^[a-z][a-z0-9_]*$";
+/** A uuid in its canonical text form (newsletter list ids). */
+export const UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 const COLUMN_PATTERN = "^[a-z][a-z0-9_]{0,63}$";
 const KEY_ID_PATTERN = "^[A-Za-z0-9._-]{1,64}$";
 /** Streaming row members that a pipeline cannot declare as columns. */
@@ -370,10 +373,18 @@ function documentSchema<C extends TSchema>(condition: C) {
         Type.Array(
           Type.Object(
             {
+              id: Type.Optional(
+                Type.String({
+                  pattern: UUID_PATTERN,
+                  description: "Assigned at the first deploy (uuid v7) and kept for the slug; may be left out.",
+                }),
+              ),
               slug: Type.String({ pattern: SLUG_PATTERN, maxLength: 128 }),
               label: Type.String({ minLength: 1, maxLength: 200 }),
               description: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
-              doubleOptIn: Type.Optional(Type.Boolean({ default: false })),
+              doubleOptIn: Type.Optional(
+                Type.Boolean({ default: true, description: "A subscription stays pending until confirmed by mail." }),
+              ),
             },
             { additionalProperties: false },
           ),

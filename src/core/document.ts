@@ -185,6 +185,12 @@ function checkConditionSemantics(c: Condition, path: string, ctx: SemanticContex
     if (ns === "gift" && (segments.length !== 2 || !GIFT_FACTS.has(segments[1] as string))) {
       out.add(`${path}/fact`, "a gift fact is gift.valid, gift.contentId or gift.gifter");
     }
+    if (ns === "newsletters") {
+      if (segments.length !== 2) out.add(`${path}/fact`, "a newsletter fact is newsletters.<slug>");
+      else if (!(doc.newsletters ?? []).some((n) => n.slug === segments[1])) {
+        out.add(`${path}/fact`, `unknown newsletter list "${segments[1]}"`);
+      }
+    }
     if (ns === "streaming") {
       const [, pipeline, column] = segments;
       if (segments.length !== 3) out.add(`${path}/fact`, "a streaming fact is streaming.<pipeline>.<column>");
@@ -256,9 +262,15 @@ function checkSemantics(doc: SiteDocument, out: Collector): void {
   }
 
   const slugs = new Set<string>();
+  const listIds = new Set<string>();
   (doc.newsletters ?? []).forEach((n, i) => {
     if (slugs.has(n.slug)) out.add(`/newsletters/${i}/slug`, `duplicate newsletter slug "${n.slug}"`);
     slugs.add(n.slug);
+    if (n.id !== undefined) {
+      const id = n.id.toLowerCase();
+      if (listIds.has(id)) out.add(`/newsletters/${i}/id`, `duplicate newsletter id "${n.id}"`);
+      listIds.add(id);
+    }
   });
 
   for (const [featureName, feature] of Object.entries(doc.features ?? {})) {

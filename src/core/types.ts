@@ -47,6 +47,12 @@ export interface FactSnapshot {
   readonly external: Readonly<Record<string, unknown>>;
   /** Gift-link facts; empty until gift links land. */
   readonly gift: Readonly<Record<string, unknown>>;
+  /**
+   * `newsletters.<slug>`: the user's standing on each list the site deploys (`subscribed`,
+   * `unsubscribed`, `pending`, `unknown`); set only when a named feature reads it (absent: read
+   * as empty, so a rule's `eq` is false).
+   */
+  readonly newsletters?: Readonly<Record<string, string>>;
   /** Subject of per-user meters and experiment splits: the user id, else the device id. */
   readonly subject: string | null;
   /**

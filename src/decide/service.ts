@@ -8,6 +8,7 @@ import type { Deps } from "../deps";
 import type { GiftLedger } from "../gifts/ledger";
 import { StoreUnavailable, withinDeadline } from "../http/deadline";
 import { AppError } from "../http/errors";
+import { factsOf, type NewsletterFacts, type NewsletterFactsCache, unknownFacts } from "../newsletters/facts-cache";
 import type { SiteState } from "../sites/registry";
 import type { StreamingFactsCache } from "../streaming/facts-cache";
 import type { UserFactsCache } from "../users/facts-cache";
@@ -24,13 +25,16 @@ export interface DecideDeps {
   readonly readDeadlineMs: number;
   /** Gift links: read only for a request that carries `giftLink`. */
   readonly gifts: GiftLedger;
+  /** Newsletter standings: read only for a request naming a feature that reads `newsletters.*`. */
+  readonly newsletterFacts?: NewsletterFactsCache;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
 export function decideDepsOf(
-  deps: Pick<Deps, "meters" | "userFacts" | "streamingFacts" | "config" | "gifts">,
+  deps: Pick<Deps, "meters" | "userFacts" | "streamingFacts" | "config" | "gifts"> & Partial<Pick<Deps, "newsletters">>,
 ): DecideDeps {
   return {
+    newsletterFacts: deps.newsletters?.facts,
     meters: deps.meters,
     gifts: deps.gifts,
     userFacts: deps.userFacts,
@@ -69,6 +73,20 @@ function readsStreaming(document: CompiledSite, names: readonly string[]): boole
   for (let i = 0; i < names.length; i++) if (readers.has(names[i] as string)) return true;
   return false;
 }
+
+/** Whether a named feature reads `newsletters.*` (one property read for a document where none does). */
+function readsNewsletters(document: CompiledSite, names: readonly string[]): boolean {
+  const readers = document.newsletterFeatures;
+  if (readers === null) return false;
+  for (let i = 0; i < names.length; i++) if (readers.has(names[i] as string)) return true;
+  return false;
+}
+
+/**
+ * The `newsletters.*` facts of requests whose features read them, kept beside the request (not
+ * on it, so the request's shape stays one on the hot path) until its snapshot is built.
+ */
+const standingsOfRequest = new WeakMap<DecideRequest, NewsletterFacts>();
 
 /** A 429 with Retry-After when the window is spent; a domain result turned into an error here. */
 /** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
@@ -159,9 +177,38 @@ export function evaluateRequest(
   req: DecideRequest,
   effects: boolean,
 ): BatchResult | Promise<BatchResult> {
+  // A document whose features read no newsletter fact pays one property read, nothing more.
+  if (req.document.newsletterFeatures !== null && readsNewsletters(req.document, req.input.features)) {
+    return withNewsletters(deps, req, effects);
+  }
+  return evaluateWithoutStandings(deps, req, effects);
+}
+
+function evaluateWithoutStandings(
+  deps: DecideDeps,
+  req: DecideRequest,
+  effects: boolean,
+): BatchResult | Promise<BatchResult> {
   // A request without a gift link pays one property read for gift links, nothing more.
   if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
   return evaluatePlain(deps, req, effects, EMPTY_OBJECT);
+}
+
+/** Reads the user's newsletter standings (anonymous: every list `unknown`), then evaluates. */
+function withNewsletters(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+  if (req.userId === null || deps.newsletterFacts === undefined) {
+    standingsOfRequest.set(req, unknownFacts(req.document));
+    return evaluateWithoutStandings(deps, req, effects);
+  }
+  const held = deps.newsletterFacts.get(req.site.tenantId, req.userId);
+  if (held instanceof Promise) {
+    return withinDeadline(held, deps.readDeadlineMs).then((standings) => {
+      standingsOfRequest.set(req, factsOf(req.document, standings, req.now));
+      return evaluateWithoutStandings(deps, req, effects);
+    });
+  }
+  standingsOfRequest.set(req, factsOf(req.document, held, req.now));
+  return evaluateWithoutStandings(deps, req, effects);
 }
 
 /**
@@ -362,6 +409,7 @@ function evaluateHeld(
     streaming,
     external: EMPTY_OBJECT,
     gift,
+    newsletters: document.newsletterFeatures === null ? undefined : standingsOfRequest.get(req),
     subject,
     meter: (name: string): MeterRead | undefined => {
       const i = indexOfMeter(held, name);

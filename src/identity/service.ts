@@ -449,7 +449,7 @@ const idpUnreachable = (code: string, retryAfter: number) =>
   });
 
 /** Maps a failed upstream verification to the spec's exchange error. */
-function exchangeError(reason: UpstreamFailure, retryAfterSeconds = 5): AppError {
+export function exchangeError(reason: UpstreamFailure, retryAfterSeconds = 5): AppError {
   switch (reason) {
     case "missing":
       return credentialRefused("external_credential_missing");
@@ -464,13 +464,15 @@ function exchangeError(reason: UpstreamFailure, retryAfterSeconds = 5): AppError
   }
 }
 
-type Exchanged = { ok: true; user: UserRow } | { ok: false; reason: UpstreamFailure; retryAfterSeconds?: number };
+export type Exchanged =
+  | { ok: true; user: UserRow }
+  | { ok: false; reason: UpstreamFailure; retryAfterSeconds?: number };
 
 /**
  * Verifies an upstream credential and finds the user it names: by its bound subject, else
  * by a verified email claim, else a new user bound to the subject.
  */
-async function exchangeCredential(deps: IdentityDeps, site: SiteState, credential: string): Promise<Exchanged> {
+export async function exchangeCredential(deps: IdentityDeps, site: SiteState, credential: string): Promise<Exchanged> {
   const idp = deps.identityProvider(site.tenantId);
   if (!idp) return { ok: false, reason: "unreachable" };
   const verified = await deps.upstream.verify(idp, credential, identitySettings(site).identity.upstream?.audience);

@@ -12,6 +12,8 @@ export interface Mail {
   readonly subject: string;
   readonly text: string;
   readonly html?: string;
+  /** Extra headers (e.g. List-Unsubscribe and List-Unsubscribe-Post on newsletter mail). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -28,7 +30,14 @@ export function smtpTransport(url: string, from: string): MailTransport {
   return {
     kind: "smtp",
     async send(mail) {
-      await transporter.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html });
+      await transporter.sendMail({
+        from,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        headers: mail.headers === undefined ? undefined : { ...mail.headers },
+      });
     },
   };
 }
@@ -111,18 +120,28 @@ export class Outbox {
   }
 
   async enqueue(mail: Mail): Promise<void> {
+    await this.enqueueWithId(mail);
+  }
+
+  /** Writes a mail to the outbox and starts a drain; returns the mail's id (the outbox row). */
+  async enqueueWithId(mail: Mail): Promise<number> {
     this.assertCanSend();
-    await this.db.insert(mailOutbox).values({
-      tenantId: mail.tenantId,
-      recipient: mail.to,
-      subject: mail.subject,
-      text: this.sealed.seal(mail.text),
-      html: mail.html === undefined ? null : this.sealed.seal(mail.html),
-      nextAttemptAt: new Date(this.now()),
-    });
+    const [row] = await this.db
+      .insert(mailOutbox)
+      .values({
+        tenantId: mail.tenantId,
+        recipient: mail.to,
+        subject: mail.subject,
+        text: this.sealed.seal(mail.text),
+        html: mail.html === undefined ? null : this.sealed.seal(mail.html),
+        headers: mail.headers === undefined ? null : this.sealed.seal(JSON.stringify(mail.headers)),
+        nextAttemptAt: new Date(this.now()),
+      })
+      .returning({ id: mailOutbox.id });
     this.enqueued++;
     this.quietUntil = 0;
     void this.drain();
+    return row!.id;
   }
 
   start(intervalMs = 1000): void {
@@ -221,10 +240,12 @@ export class Outbox {
           subject: row.subject,
           text: this.sealed.open(row.text),
           html: row.html === null ? undefined : this.sealed.open(row.html),
+          headers:
+            row.headers === null ? undefined : (JSON.parse(this.sealed.open(row.headers)) as Record<string, string>),
         });
         await this.db
           .update(mailOutbox)
-          .set({ status: "sent", sentAt: new Date(this.now()), text: "", html: null, lastError: null })
+          .set({ status: "sent", sentAt: new Date(this.now()), text: "", html: null, headers: null, lastError: null })
           .where(eq(mailOutbox.id, row.id));
         sent++;
       } catch (error) {

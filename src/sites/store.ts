@@ -1,6 +1,7 @@
 import { and, eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
+import { withNewsletterIds } from "../newsletters/list-ids";
 
 export interface TenantRow {
   id: string;
@@ -116,7 +117,9 @@ export class SiteStore {
         .from(siteDocuments)
         .where(and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId)));
       const version = Number(max?.v ?? 0) + 1;
-      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document });
+      // Newsletter lists get their stable ids here, under the site's lock (src/newsletters).
+      const stored = await withNewsletterIds(tx, tenantId, siteId, document);
+      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document: stored });
       await tx
         .update(sites)
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })

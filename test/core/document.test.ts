@@ -207,6 +207,7 @@ describe("structural errors name their JSON pointer", () => {
     ],
     ["short secret", (d) => (d.contentKeys[0].secret = "short"), "/contentKeys/0/secret", /length/],
     ["newsletter slug", (d) => (d.newsletters[0].slug = "Daily-News"), "/newsletters/0/slug", /does not match/],
+    ["newsletter id", (d) => (d.newsletters[0].id = "daily"), "/newsletters/0/id", /does not match/],
     [
       "pipeline source",
       (d) => (d.pipelines.scores.source = "vendor"),
@@ -418,6 +419,27 @@ describe("semantic errors name their JSON pointer", () => {
       (d) => d.newsletters.push({ slug: "daily", label: "Again" }),
       "/newsletters/1/slug",
       /duplicate newsletter slug "daily"/,
+    ],
+    [
+      "duplicate newsletter id",
+      (d) => {
+        d.newsletters[0].id = "0190a5f2-9c3e-7bbb-8123-0123456789ab";
+        d.newsletters.push({ id: "0190A5F2-9C3E-7BBB-8123-0123456789AB", slug: "weekly", label: "Weekly" });
+      },
+      "/newsletters/1/id",
+      /duplicate newsletter id/,
+    ],
+    [
+      "newsletter fact naming no list",
+      (d) => (d.features.paywall.rules[0].when = { fact: "newsletters.weekly", eq: "subscribed" }),
+      "/features/paywall/rules/0/when/fact",
+      /unknown newsletter list "weekly"/,
+    ],
+    [
+      "newsletter fact with a member path",
+      (d) => (d.features.paywall.rules[0].when = { fact: "newsletters.daily.status", eq: "subscribed" }),
+      "/features/paywall/rules/0/when/fact",
+      /newsletters\.<slug>/,
     ],
     [
       "origin with a path",

@@ -241,6 +241,26 @@ export const ROUTES: RouteSpec[] = withPreflights([
     query: () => ({ id: FUZZ_UUID, site: "news" }),
     nonJson: [200],
   }),
+  ...bothMounts({ method: "GET", path: "/newsletters/lists", credential: "none" }),
+  ...bothMounts({ method: "GET", path: "/newsletters/subscriptions", credential: "session" }),
+  ...bothMounts({
+    method: "PUT",
+    path: "/newsletters/subscriptions",
+    credential: "session",
+    body: () => ({ subscribed: [] }),
+  }),
+  // Emailed newsletter links (/v1 only): pages, not JSON; a token that is not ours is a 404 page.
+  ...["GET", "POST"].flatMap((method) =>
+    ["/v1/newsletters/confirm", "/v1/newsletters/unsubscribe"].map(
+      (path): RouteSpec => ({
+        method,
+        path,
+        credential: "none",
+        query: () => ({ token: "not-a-token" }),
+        nonJson: [200, 404, 410],
+      }),
+    ),
+  ),
   ...bothMounts({
     method: "POST",
     path: "/id/session/exchange",

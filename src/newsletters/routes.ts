@@ -1,0 +1,136 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { appErrorResponse } from "../http/error-envelope";
+import { AppError } from "../http/errors";
+import type { Mount } from "../http/mounts";
+import { selectedSite, tenantOf } from "../http/site";
+import { trustedLinkOrigin } from "../identity/link-origin";
+import { SubscriptionsBody, SubscriptionsQuery } from "./model";
+import { confirmPage, outcomePage, outcomeStatus, PAGE_HEADERS, unsubscribePage } from "./pages";
+import {
+  confirmationOf,
+  confirmSubscription,
+  getSubscriptions,
+  listsOf,
+  putSubscriptions,
+  unsubscribeByLink,
+  unsubscribeLinkOf,
+} from "./service";
+import { newsletterSubject } from "./subject";
+
+type Server = { requestIP(r: Request): { address: string } | null } | null;
+
+/** The caller's peer address (consent proof); "unknown" when the server cannot tell (in-process). */
+function clientOf(server: Server, request: Request): string {
+  return server?.requestIP(request)?.address ?? "unknown";
+}
+
+/** The mount emailed newsletter links are served on (spec: `/v1` only). */
+const LINK_MOUNT = "/v1";
+
+/**
+ * The newsletter routes of one browser mount (`/v1` or `/svc/v1`), under the mount's per-site
+ * CORS: the site's lists (no credential), and a person's subscriptions (session, upstream
+ * login, API key with `userId`, or nobody). docs/newsletters.md.
+ */
+export function newsletterRoutes(deps: Deps, prefix: Mount) {
+  const nl = deps.newsletters;
+  return new Elysia({ prefix })
+    .get("/newsletters/lists", ({ request }) => listsOf(selectedSite(deps.registry, request)))
+    .get(
+      "/newsletters/subscriptions",
+      async ({ request, query }) => getSubscriptions(nl, await newsletterSubject(deps, request, query.userId)),
+      { query: SubscriptionsQuery },
+    )
+    .put(
+      "/newsletters/subscriptions",
+      async ({ request, body, server, set }) => {
+        const subject = await newsletterSubject(deps, request, body.userId);
+        const result = await putSubscriptions(nl, {
+          subject,
+          body,
+          client: clientOf(server, request),
+          linkBase: () =>
+            trustedLinkOrigin(deps.registry, deps.config.publicUrl, subject.site.tenantId, request.url) + LINK_MOUNT,
+        });
+        set.status = result.status;
+        return result.body;
+      },
+      { body: SubscriptionsBody },
+    );
+}
+
+function tokenOf(request: Request): string {
+  try {
+    return new URL(request.url).searchParams.get("token") ?? "";
+  } catch {
+    return "";
+  }
+}
+
+function page(html: string, status = 200): Response {
+  return new Response(html, { status, headers: PAGE_HEADERS });
+}
+
+/** The link's own URL (path and query), for the page's form to POST back to. */
+function selfOf(request: Request): string {
+  const url = new URL(request.url);
+  return url.pathname + url.search;
+}
+
+/**
+ * The emailed links, on `/v1` only: confirmation (GET shows a page, POST confirms) and RFC 8058
+ * one-click unsubscribe (GET shows a page with a button, POST unsubscribes at once). Registered
+ * ahead of the app's JSON body parser: a mail client's one-click POST sends a form body
+ * (`List-Unsubscribe=One-Click`), which these routes never read. They answer pages, not JSON.
+ */
+export function newsletterLinkRoutes(deps: Deps) {
+  const nl = deps.newsletters;
+  const guarded =
+    (handler: (request: Request, server: Server) => Promise<Response>) =>
+    async ({ request, server }: { request: Request; server: Server }) => {
+      try {
+        return await handler(request, server);
+      } catch (error) {
+        if (error instanceof AppError) return appErrorResponse(error);
+        deps.logger.error("newsletter link failed", { error: String(error) });
+        return page(outcomePage({ kind: "unknown_link", label: null }).replace("not valid", "not usable now"), 500);
+      }
+    };
+  return new Elysia({ prefix: LINK_MOUNT })
+    .get(
+      "/newsletters/confirm",
+      guarded(async (request) => {
+        const found = await confirmationOf(nl, tenantOf(deps.registry, request), tokenOf(request));
+        if (found.kind !== "usable") return page(outcomePage(found), outcomeStatus(found.kind));
+        return page(confirmPage(found.label ?? "this newsletter", selfOf(request)));
+      }),
+    )
+    .post(
+      "/newsletters/confirm",
+      guarded(async (request, server) => {
+        const outcome = await confirmSubscription(
+          nl,
+          tenantOf(deps.registry, request),
+          tokenOf(request),
+          clientOf(server, request),
+        );
+        return page(outcomePage(outcome), outcomeStatus(outcome.kind));
+      }),
+    )
+    .get(
+      "/newsletters/unsubscribe",
+      guarded(async (request) => {
+        const link = await unsubscribeLinkOf(nl, tenantOf(deps.registry, request), tokenOf(request));
+        if (link === null) return page(outcomePage({ kind: "unknown_link", label: null }), 404);
+        return page(unsubscribePage(link.label, selfOf(request)));
+      }),
+    )
+    .post(
+      "/newsletters/unsubscribe",
+      guarded(async (request) => {
+        const outcome = await unsubscribeByLink(nl, tenantOf(deps.registry, request), tokenOf(request));
+        return page(outcomePage(outcome), outcomeStatus(outcome.kind));
+      }),
+    );
+}

@@ -1,0 +1,362 @@
+import { randomBytes } from "node:crypto";
+import { AppError } from "../http/errors";
+import { hashSecret } from "../keys/key-value";
+import type { SiteState } from "../sites/registry";
+import type { UserRow } from "../users/store";
+import { type DeployedList, deployedLists, type NewsletterDeps } from "./deps";
+import { confirmationMail } from "./mail";
+import type { ListJson, SubscriptionJson, SubscriptionsInput } from "./model";
+import { effectiveStatus, type StandingWrite, type StoredStatus } from "./store";
+import type { NewsletterSubject } from "./subject";
+import { enqueueSync } from "./sync";
+
+/** A confirmation link (and so a `pending` standing) lives 7 days from its mail. */
+export const CONFIRMATION_TTL_MS = 7 * 86_400_000;
+
+/** Confirmation mail caps per address: per list per hour, and across lists per day. */
+export const CONFIRMATION_CAPS = Object.freeze({
+  perListPerHour: 5,
+  perDay: 20,
+  hourMs: 3_600_000,
+  dayMs: 86_400_000,
+});
+
+/** `GET /v1/newsletters/lists`. */
+export function listsOf(site: SiteState): { lists: ListJson[] } {
+  return { lists: deployedLists(site).map((l) => ({ ...l })) };
+}
+
+const KNOWN_STATUSES = new Set(["subscribed", "unsubscribed", "pending", "unknown"]);
+
+function entry(list: DeployedList, status: string): SubscriptionJson {
+  return {
+    id: list.id,
+    slug: list.slug,
+    label: list.label,
+    description: list.description,
+    // An open set: a status this version does not know is shown as `unknown`.
+    status: KNOWN_STATUSES.has(status) ? status : "unknown",
+  };
+}
+
+/** `GET /v1/newsletters/subscriptions`: every deployed list with the subject's status. */
+export async function getSubscriptions(
+  deps: NewsletterDeps,
+  subject: NewsletterSubject,
+): Promise<{ subscriptions: SubscriptionJson[] }> {
+  const lists = deployedLists(subject.site);
+  if (subject.user === null) return { subscriptions: lists.map((l) => entry(l, "unknown")) };
+  const rows = await deps.store.standings(
+    subject.site.tenantId,
+    subject.user.id,
+    lists.map((l) => l.id),
+  );
+  const byList = new Map(rows.map((r) => [r.listId, r]));
+  const now = deps.now();
+  return { subscriptions: lists.map((l) => entry(l, effectiveStatus(byList.get(l.id), now))) };
+}
+
+export interface PutInput {
+  readonly subject: NewsletterSubject;
+  readonly body: SubscriptionsInput;
+  /** The caller's peer address (consent proof). */
+  readonly client: string;
+  /** The trusted origin links are built on plus `/v1`; throws (400) for an untrusted host. */
+  readonly linkBase: () => string;
+}
+
+export interface PutResult {
+  readonly status: 200 | 202;
+  readonly body: { subscriptions: SubscriptionJson[] };
+}
+
+const emailRefused = () =>
+  new AppError("bad_request", "email is allowed only without a credential naming the user (the anonymous path).");
+const keyNeedsUser = () => new AppError("bad_request", "userId is required to change subscriptions with an API key.");
+const nobodyNamed = () =>
+  new AppError("unauthorized", "Changing subscriptions needs a signed-in user, an API key with userId, or an email.");
+
+export const tooManyConfirmations = (retryAfterSeconds: number) =>
+  new AppError(
+    "rate_limited",
+    "Too many confirmation emails were sent to this address; try again later.",
+    { retryAfterSeconds },
+    429,
+    { "retry-after": String(retryAfterSeconds) },
+  );
+
+/**
+ * `PUT /v1/newsletters/subscriptions`: full replacement under a credential naming the user;
+ * only additions on the anonymous path (email, no credential). Every refusal (400, 401, 404,
+ * 422, 429, 503) comes before anything is stored or mailed.
+ */
+export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): Promise<PutResult> {
+  const { subject, body } = input;
+  const site = subject.site;
+  const tenantId = site.tenantId;
+  const lists = deployedLists(site);
+  const byId = new Map(lists.map((l) => [l.id, l]));
+  const named = new Set<string>();
+  const unknown: { path: string; message: string }[] = [];
+  body.subscribed.forEach((raw, i) => {
+    const id = raw.toLowerCase();
+    if (!byId.has(id)) unknown.push({ path: `/subscribed/${i}`, message: `unknown list "${raw}"` });
+    named.add(id);
+  });
+  if (unknown.length > 0) throw new AppError("validation_failed", "The request failed validation.", unknown);
+
+  let user: UserRow | null = subject.user;
+  let email: string;
+  const anonymous = subject.kind === "anonymous";
+  if (anonymous) {
+    if (body.email === undefined) throw nobodyNamed();
+    email = body.email.trim().toLowerCase();
+    user = (await deps.identity.userByEmail(tenantId, email)) ?? null;
+  } else {
+    if (body.email !== undefined) throw emailRefused();
+    if (user === null) throw keyNeedsUser();
+    email = user.email;
+  }
+
+  const now = deps.now();
+  const rows =
+    user === null
+      ? []
+      : await deps.store.standings(
+          tenantId,
+          user.id,
+          lists.map((l) => l.id),
+        );
+  const current = new Map(rows.map((r) => [r.listId, r]));
+  const writes: StandingWrite[] = [];
+  const mailTo: DeployedList[] = [];
+  const result = new Map<string, string>();
+  const pendingUntil = new Date(now + CONFIRMATION_TTL_MS);
+  for (const list of lists) {
+    const row = current.get(list.id);
+    const status = effectiveStatus(row, now);
+    const asked = named.has(list.id);
+    let next: StoredStatus | null;
+    if (anonymous && !asked) next = null;
+    else if (status === "pending") next = "pending";
+    else if (asked) next = status === "subscribed" ? "subscribed" : list.doubleOptIn ? "pending" : "subscribed";
+    else next = "unsubscribed";
+    if (next === null) {
+      result.set(list.id, "unknown");
+      continue;
+    }
+    if (next === "pending") mailTo.push(list);
+    // The anonymous echo is what a never-seen address would get, whatever the address holds.
+    result.set(list.id, anonymous ? (list.doubleOptIn ? "pending" : "subscribed") : next);
+    const stillPending = next === "pending";
+    if (row === undefined || row.status !== next || stillPending) {
+      writes.push({ listId: list.id, siteId: site.id, status: next, pendingUntil: stillPending ? pendingUntil : null });
+    }
+  }
+  // The anonymous echo says `pending` for a double opt-in list the address already holds as
+  // subscribed; nothing is mailed for it (the standing is not lowered).
+  if (mailTo.length > 0) {
+    deps.outbox.assertCanSend();
+    const linkBase = input.linkBase();
+    await checkCaps(deps, tenantId, email, mailTo, now);
+    if (anonymous) {
+      const wait = deps.anonymousMail.take({ tenantId, siteId: site.id, address: email, client: input.client }, now);
+      if (wait > 0) throw tooManySubscribeRequests(wait);
+    }
+    if (user === null) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
+    await deps.store.write(tenantId, user.id, writes, now);
+    for (const list of mailTo) {
+      await sendConfirmation(deps, { site, user, email, list, linkBase, client: input.client, now });
+    }
+  } else {
+    if (user === null && writes.length > 0) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
+    if (user !== null) await deps.store.write(tenantId, user.id, writes, now);
+  }
+  if (user !== null && writes.length > 0) {
+    await changed(
+      deps,
+      tenantId,
+      user.id,
+      writes.map((w) => w.listId),
+    );
+  }
+  const subscriptions = lists.map((l) => entry(l, result.get(l.id) ?? "unknown"));
+  return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions } };
+}
+
+const tooManySubscribeRequests = (retryAfterSeconds: number) =>
+  new AppError("rate_limited", "Too many subscription requests; try again later.", { retryAfterSeconds }, 429, {
+    "retry-after": String(retryAfterSeconds),
+  });
+
+/** 429 with Retry-After when one more mail per list would pass a cap; nothing is recorded here. */
+async function checkCaps(
+  deps: NewsletterDeps,
+  tenantId: string,
+  email: string,
+  mailTo: readonly DeployedList[],
+  now: number,
+): Promise<void> {
+  const caps = CONFIRMATION_CAPS;
+  const sent = (await deps.store.sendsSince(tenantId, email, now - caps.dayMs)).sort((a, b) => a.at - b.at);
+  let waitMs = 0;
+  for (const list of mailTo) {
+    const inHour = sent.filter((s) => s.listId === list.id && s.at > now - caps.hourMs);
+    if (inHour.length + 1 > caps.perListPerHour) {
+      const freeing = inHour[inHour.length - caps.perListPerHour] as { at: number };
+      waitMs = Math.max(waitMs, freeing.at + caps.hourMs - now);
+    }
+  }
+  const over = sent.length + mailTo.length - caps.perDay;
+  if (over > 0) {
+    const freeing = sent[Math.min(over, sent.length) - 1];
+    waitMs = Math.max(waitMs, freeing === undefined ? caps.dayMs : freeing.at + caps.dayMs - now);
+  }
+  if (waitMs > 0) throw tooManyConfirmations(Math.max(1, Math.ceil(waitMs / 1000)));
+}
+
+/** One confirmation mail: a fresh random token (stored hashed, 7 days), the mail through the outbox. */
+async function sendConfirmation(
+  deps: NewsletterDeps,
+  input: {
+    site: SiteState;
+    user: UserRow;
+    email: string;
+    list: DeployedList;
+    linkBase: string;
+    client: string;
+    now: number;
+  },
+): Promise<void> {
+  const { site, user, list, now } = input;
+  const token = randomBytes(32).toString("base64url");
+  const tokenHash = hashSecret(token);
+  await deps.store.addConfirmation({
+    tokenHash,
+    tenantId: site.tenantId,
+    siteId: site.id,
+    userId: user.id,
+    listId: list.id,
+    email: input.email,
+    mailId: null,
+    requestedFrom: input.client,
+    createdAt: new Date(now),
+    expiresAt: new Date(now + CONFIRMATION_TTL_MS),
+  });
+  const unsubscribe = await deps.unsubscribeTokens.url(input.linkBase, {
+    tenantId: site.tenantId,
+    siteId: site.id,
+    userId: user.id,
+    listId: list.id,
+    now,
+  });
+  const mailId = await deps.outbox.enqueueWithId(
+    confirmationMail({
+      tenantId: site.tenantId,
+      to: input.email,
+      label: list.label,
+      confirmUrl: `${input.linkBase}/newsletters/confirm?token=${token}`,
+      unsubscribeUrl: unsubscribe,
+    }),
+  );
+  await deps.store.setConfirmationMail(tokenHash, mailId);
+}
+
+/** After standings changed: every process drops the user's cached facts; the vendor is owed a sync. */
+async function changed(deps: NewsletterDeps, tenantId: string, userId: string, listIds: readonly string[]) {
+  deps.facts.invalidate(tenantId, userId);
+  await deps.changes.publish({ topic: "newsletters", tenantId, subject: userId });
+  await enqueueSync(deps, tenantId, userId, listIds);
+}
+
+/** What a confirmation or unsubscribe link did, for its page. */
+export type LinkOutcome =
+  | { readonly kind: "confirmed" | "already_subscribed" | "unsubscribed"; readonly label: string }
+  | { readonly kind: "unknown_link" | "expired_link" | "no_longer_pending"; readonly label: string | null };
+
+function labelOf(deps: NewsletterDeps, tenantId: string, siteId: string, listId: string): string | null {
+  const site = deps.registry.site(tenantId, siteId);
+  return (site === undefined ? [] : deployedLists(site)).find((l) => l.id === listId)?.label ?? null;
+}
+
+/** The confirmation link's row while usable, for the page a GET shows. */
+export async function confirmationOf(deps: NewsletterDeps, tenantId: string | null, token: string) {
+  if (tenantId === null || token.length < 1 || token.length > 512)
+    return { kind: "unknown_link" as const, label: null };
+  const row = await deps.store.confirmation(tenantId, hashSecret(token));
+  if (row === undefined) return { kind: "unknown_link" as const, label: null };
+  const label = labelOf(deps, tenantId, row.siteId, row.listId);
+  if (row.expiresAt.getTime() <= deps.now()) return { kind: "expired_link" as const, label };
+  return { kind: "usable" as const, label, row };
+}
+
+/**
+ * `POST /v1/newsletters/confirm`: a pending standing becomes `subscribed`, with its consent
+ * proof (time, client address, list, the mail's id). Confirming again is harmless; a link whose
+ * list was left meanwhile (unsubscribed, expired) confirms nothing.
+ */
+export async function confirmSubscription(
+  deps: NewsletterDeps,
+  tenantId: string | null,
+  token: string,
+  client: string,
+): Promise<LinkOutcome> {
+  const found = await confirmationOf(deps, tenantId, token);
+  if (found.kind !== "usable") return found;
+  const { row } = found;
+  const label = found.label ?? "this newsletter";
+  const now = deps.now();
+  const [standing] = await deps.store.standings(row.tenantId, row.userId, [row.listId]);
+  const status = effectiveStatus(standing, now);
+  if (status === "subscribed") {
+    await deps.store.markConfirmed(row.tokenHash, now, client);
+    return { kind: "already_subscribed", label };
+  }
+  if (status !== "pending") return { kind: "no_longer_pending", label };
+  await deps.store.write(
+    row.tenantId,
+    row.userId,
+    [{ listId: row.listId, siteId: row.siteId, status: "subscribed", pendingUntil: null }],
+    now,
+    {
+      confirmedAt: new Date(now).toISOString(),
+      client,
+      listId: row.listId,
+      mailId: row.mailId,
+      requestedAt: row.createdAt.toISOString(),
+      requestedFrom: row.requestedFrom,
+    },
+  );
+  await deps.store.markConfirmed(row.tokenHash, now, client);
+  await changed(deps, row.tenantId, row.userId, [row.listId]);
+  return { kind: "confirmed", label };
+}
+
+/** The unsubscribe link's standing, for the page a GET shows (null: not a link of ours). */
+export async function unsubscribeLinkOf(deps: NewsletterDeps, tenantId: string | null, token: string) {
+  const claims = await deps.unsubscribeTokens.verify(token, deps.now());
+  if (claims === null || claims.tenantId !== tenantId) return null;
+  return { ...claims, label: labelOf(deps, claims.tenantId, claims.siteId, claims.listId) ?? "this newsletter" };
+}
+
+/** `POST /v1/newsletters/unsubscribe` (RFC 8058 one-click): that list, at once. */
+export async function unsubscribeByLink(
+  deps: NewsletterDeps,
+  tenantId: string | null,
+  token: string,
+): Promise<LinkOutcome> {
+  const link = await unsubscribeLinkOf(deps, tenantId, token);
+  if (link === null) return { kind: "unknown_link", label: null };
+  const now = deps.now();
+  const [standing] = await deps.store.standings(link.tenantId, link.userId, [link.listId]);
+  if (standing?.status !== "unsubscribed") {
+    await deps.store.write(
+      link.tenantId,
+      link.userId,
+      [{ listId: link.listId, siteId: link.siteId, status: "unsubscribed", pendingUntil: null }],
+      now,
+    );
+    await changed(deps, link.tenantId, link.userId, [link.listId]);
+  }
+  return { kind: "unsubscribed", label: link.label };
+}

@@ -1,0 +1,200 @@
+import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { newsletterConfirmations, newsletterStandings } from "../../db/schema";
+import { isUserId } from "../users/store";
+
+/** A standing as stored: `subscribed`, `unsubscribed` or `pending` (no row: `unknown`). */
+export type StoredStatus = "subscribed" | "unsubscribed" | "pending";
+
+export interface StandingRow {
+  readonly listId: string;
+  readonly siteId: string;
+  readonly status: string;
+  readonly pendingUntil: Date | null;
+  readonly vendorStatus: string | null;
+  readonly vendorSubscriberId: string | null;
+}
+
+/** Proof of a confirmed opt-in, kept on the standing. */
+export interface ConsentProof {
+  readonly confirmedAt: string;
+  readonly client: string;
+  readonly listId: string;
+  readonly mailId: number | null;
+  readonly requestedAt: string;
+  readonly requestedFrom: string;
+}
+
+export interface StandingWrite {
+  readonly listId: string;
+  readonly siteId: string;
+  readonly status: StoredStatus;
+  readonly pendingUntil: Date | null;
+}
+
+export interface ConfirmationRow {
+  readonly tokenHash: string;
+  readonly tenantId: string;
+  readonly siteId: string;
+  readonly userId: string;
+  readonly listId: string;
+  readonly email: string;
+  readonly mailId: number | null;
+  readonly requestedFrom: string;
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+  readonly confirmedAt: Date | null;
+}
+
+/** The status a stored row reads as at `now`: a pending row past its link's life is `unknown`. */
+export function effectiveStatus(row: Pick<StandingRow, "status" | "pendingUntil"> | undefined, now: number): string {
+  if (row === undefined) return "unknown";
+  if (row.status === "pending" && (row.pendingUntil === null || row.pendingUntil.getTime() <= now)) return "unknown";
+  return row.status;
+}
+
+/** Postgres-backed newsletter standings and confirmation links (both stores). */
+export class NewsletterStore {
+  constructor(private readonly db: Db) {}
+
+  /** A user's standings on the given lists (every list of the user when `listIds` is omitted). */
+  async standings(tenantId: string, userId: string, listIds?: readonly string[]): Promise<StandingRow[]> {
+    if (listIds !== undefined && listIds.length === 0) return [];
+    return this.db
+      .select({
+        listId: newsletterStandings.listId,
+        siteId: newsletterStandings.siteId,
+        status: newsletterStandings.status,
+        pendingUntil: newsletterStandings.pendingUntil,
+        vendorStatus: newsletterStandings.vendorStatus,
+        vendorSubscriberId: newsletterStandings.vendorSubscriberId,
+      })
+      .from(newsletterStandings)
+      .where(
+        and(
+          eq(newsletterStandings.tenantId, tenantId),
+          eq(newsletterStandings.userId, userId),
+          listIds === undefined ? undefined : inArray(newsletterStandings.listId, [...listIds]),
+        ),
+      );
+  }
+
+  /** The standings of several users (the fact cache's batched misses). */
+  async standingsOfUsers(
+    tenantId: string,
+    userIds: readonly string[],
+  ): Promise<{ userId: string; listId: string; status: string; pendingUntil: Date | null }[]> {
+    const ids = userIds.filter(isUserId);
+    if (ids.length === 0) return [];
+    return this.db
+      .select({
+        userId: newsletterStandings.userId,
+        listId: newsletterStandings.listId,
+        status: newsletterStandings.status,
+        pendingUntil: newsletterStandings.pendingUntil,
+      })
+      .from(newsletterStandings)
+      .where(and(eq(newsletterStandings.tenantId, tenantId), inArray(newsletterStandings.userId, ids)));
+  }
+
+  /** Writes standings (upsert); a write that moves to `subscribed` by confirmation carries its proof. */
+  async write(
+    tenantId: string,
+    userId: string,
+    writes: readonly StandingWrite[],
+    now: number,
+    consent?: ConsentProof,
+  ): Promise<void> {
+    if (writes.length === 0) return;
+    const updatedAt = new Date(now);
+    await this.db
+      .insert(newsletterStandings)
+      .values(
+        writes.map((w) => ({
+          tenantId,
+          userId,
+          listId: w.listId,
+          siteId: w.siteId,
+          status: w.status,
+          pendingUntil: w.pendingUntil,
+          consent: consent ?? null,
+          updatedAt,
+        })),
+      )
+      .onConflictDoUpdate({
+        target: [newsletterStandings.tenantId, newsletterStandings.userId, newsletterStandings.listId],
+        set: {
+          status: sql`excluded.status`,
+          pendingUntil: sql`excluded.pending_until`,
+          siteId: sql`excluded.site_id`,
+          // Proof is kept until a new confirmation replaces it.
+          consent: sql`coalesce(excluded.consent, ${newsletterStandings.consent})`,
+          updatedAt,
+        },
+      });
+  }
+
+  /** Records what the vendor was last told of a standing. */
+  async setVendorState(
+    tenantId: string,
+    userId: string,
+    listId: string,
+    vendorStatus: string,
+    subscriberId: string | null,
+  ): Promise<void> {
+    await this.db
+      .update(newsletterStandings)
+      .set({ vendorStatus, vendorSubscriberId: subscriberId })
+      .where(
+        and(
+          eq(newsletterStandings.tenantId, tenantId),
+          eq(newsletterStandings.userId, userId),
+          eq(newsletterStandings.listId, listId),
+        ),
+      );
+  }
+
+  async addConfirmation(row: Omit<ConfirmationRow, "confirmedAt">): Promise<void> {
+    await this.db.insert(newsletterConfirmations).values({ ...row });
+  }
+
+  async setConfirmationMail(tokenHash: string, mailId: number): Promise<void> {
+    await this.db
+      .update(newsletterConfirmations)
+      .set({ mailId })
+      .where(eq(newsletterConfirmations.tokenHash, tokenHash));
+  }
+
+  async confirmation(tenantId: string, tokenHash: string): Promise<ConfirmationRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(newsletterConfirmations)
+      .where(and(eq(newsletterConfirmations.tenantId, tenantId), eq(newsletterConfirmations.tokenHash, tokenHash)));
+    return row;
+  }
+
+  /** Marks a link used (the first use's time and client are kept). */
+  async markConfirmed(tokenHash: string, now: number, client: string): Promise<void> {
+    await this.db
+      .update(newsletterConfirmations)
+      .set({ confirmedAt: new Date(now), confirmedFrom: client })
+      .where(
+        and(eq(newsletterConfirmations.tokenHash, tokenHash), sql`${newsletterConfirmations.confirmedAt} is null`),
+      );
+  }
+
+  /** When each confirmation mail to an address went out since `since`, per list (for the caps). */
+  async sendsSince(tenantId: string, email: string, since: number): Promise<{ listId: string; at: number }[]> {
+    const rows = await this.db
+      .select({ listId: newsletterConfirmations.listId, at: newsletterConfirmations.createdAt })
+      .from(newsletterConfirmations)
+      .where(
+        and(
+          eq(newsletterConfirmations.tenantId, tenantId),
+          eq(newsletterConfirmations.email, email),
+          gt(newsletterConfirmations.createdAt, new Date(since)),
+        ),
+      );
+    return rows.map((r) => ({ listId: r.listId, at: r.at.getTime() }));
+  }
+}
