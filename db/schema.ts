@@ -610,3 +610,22 @@ export const newsletterConfirmations = pgTable(
   },
   (t) => [index("newsletter_confirmations_email_idx").on(t.tenantId, t.email, t.createdAt)],
 );
+
+/**
+ * The audit log (src/audit): one row per operator action that changed something (a mutating
+ * /admin request that succeeded), with who, when, what and a summary that never holds a secret.
+ */
+export const auditLog = pgTable(
+  "audit_log",
+  {
+    id: bigserial({ mode: "number" }).primaryKey(),
+    at: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    actor: text().notNull(),
+    tenantId: text(),
+    siteId: text(),
+    action: text().notNull(),
+    target: text().notNull(),
+    summary: text().notNull(),
+  },
+  (t) => [index("audit_log_tenant_site_id").on(t.tenantId, t.siteId, t.id)],
+);

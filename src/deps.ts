@@ -1,4 +1,5 @@
 import { type Database, openDatabase } from "../db/client";
+import { type AuditStore, DrizzleAuditStore } from "./audit/store";
 import { type Change, ChangeFeed } from "./changes/change-feed";
 import type { Config } from "./config";
 import { type ContentDeps, registerContentJobs } from "./content/service";
@@ -78,6 +79,8 @@ export interface Deps {
   readonly services: ServiceConfigs;
   /** The durable job queue (src/jobs): CMS re-reads now, vendor sync later. Never on the request path. */
   readonly jobs: JobQueue;
+  /** The operator actions' audit log (src/audit). */
+  readonly audit: AuditStore;
   /** Content items read from the CMS (src/content), and what a re-read needs. */
   readonly contentStore: ContentStore;
   readonly contentDeps: ContentDeps;
@@ -226,6 +229,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   return {
     newsletters,
     jobs,
+    audit: new DrizzleAuditStore(database.db),
     recommendations,
     contentStore,
     contentDeps,

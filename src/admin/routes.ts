@@ -1,5 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
+import { adminAuditRoutes } from "../audit/routes";
+import { auditRecordOf } from "../audit/summary";
 import { adminContentRoutes } from "../content/admin-routes";
 import type { Deps } from "../deps";
 import { adminGiftRoutes } from "../gifts/admin-routes";
@@ -38,102 +40,131 @@ export function operatorTokenMatches(presented: string | null, expected: string)
 
 /** The operator plane under /admin: what the CLI (and later the console) calls. */
 export function adminRoutes(deps: Deps) {
-  return new Elysia({ prefix: "/admin" })
-    .onBeforeHandle(({ request }) => {
-      const auth = request.headers.get("authorization");
-      const token = auth?.toLowerCase().startsWith("bearer ") ? auth.slice(7).trim() : null;
-      if (!operatorTokenMatches(token, deps.config.operatorToken)) {
-        throw new AppError("unauthorized", "Invalid or missing operator token.");
-      }
-    })
-    .get("/tenants", async () => ({ tenants: await deps.siteStore.listTenants() }))
-    .post(
-      "/tenants",
-      async ({ body, set }) => {
-        set.status = 201;
-        return { tenant: await createTenant(deps, body) };
-      },
-      { body: CreateTenantBody },
-    )
-    .put("/tenants/:tenant/identity-provider", ({ params, body }) => setIdentityProvider(deps, params.tenant, body), {
-      params: TenantParams,
-      body: IdentityProviderBody,
-    })
-    .delete("/tenants/:tenant/identity-provider", ({ params }) => setIdentityProvider(deps, params.tenant, null), {
-      params: TenantParams,
-    })
-    .put("/tenants/:tenant/public-url", ({ params, body }) => setPublicUrl(deps, params.tenant, body.publicUrl), {
-      params: TenantParams,
-      body: PublicUrlBody,
-    })
-    .delete("/tenants/:tenant/public-url", ({ params }) => setPublicUrl(deps, params.tenant, null), {
-      params: TenantParams,
-    })
-    .get(
-      "/tenants/:tenant/sites",
-      async ({ params }) => {
-        if (!deps.registry.hasTenant(params.tenant)) throw new AppError("not_found", "Unknown tenant.");
-        return { sites: await deps.siteStore.listSites(params.tenant) };
-      },
-      { params: TenantParams },
-    )
-    .post(
-      "/tenants/:tenant/sites",
-      async ({ params, body, set }) => {
-        set.status = 201;
-        return { site: await createSite(deps, params.tenant, body.id) };
-      },
-      { params: TenantParams, body: CreateSiteBody },
-    )
-    .post(
-      "/tenants/:tenant/sites/:site/disable",
-      async ({ params }) => ({
-        site: await setSiteDisabled(deps, params.tenant, params.site, true),
-      }),
-      { params: SiteParams },
-    )
-    .post(
-      "/tenants/:tenant/sites/:site/enable",
-      async ({ params }) => ({
-        site: await setSiteDisabled(deps, params.tenant, params.site, false),
-      }),
-      { params: SiteParams },
-    )
-    .post(
-      "/tenants/:tenant/sites/:site/deploy",
-      async ({ params, body }) => ({
-        deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
-      }),
-      { params: SiteParams, body: DeployBody },
-    )
-    .get(
-      "/tenants/:tenant/sites/:site/keys",
-      async ({ params }) => {
-        await requireSite(deps, params.tenant, params.site);
-        return { keys: await deps.keys.list(params.tenant, params.site, deps.now()) };
-      },
-      { params: SiteParams },
-    )
-    .post(
-      "/tenants/:tenant/sites/:site/keys",
-      async ({ params, body, set }) => {
-        await requireSite(deps, params.tenant, params.site);
-        set.status = 201;
-        return await deps.keys.issue(params.tenant, params.site, body, deps.now());
-      },
-      { params: SiteParams, body: IssueKeyBody },
-    )
-    .post(
-      "/tenants/:tenant/sites/:site/keys/:keyId/revoke",
-      async ({ params }) => ({
-        key: await deps.keys.revoke(params.tenant, params.site, params.keyId, deps.now()),
-      }),
-      { params: KeyParams },
-    )
-    .use(adminUserRoutes(deps))
-    .use(adminOrgRoutes(deps))
-    .use(adminGiftRoutes(deps))
-    .use(adminServiceRoutes(deps))
-    .use(adminContentRoutes(deps))
-    .use(adminRecommendationRoutes(deps));
+  return (
+    new Elysia({ prefix: "/admin" })
+      .onBeforeHandle(({ request }) => {
+        const auth = request.headers.get("authorization");
+        const token = auth?.toLowerCase().startsWith("bearer ") ? auth.slice(7).trim() : null;
+        if (!operatorTokenMatches(token, deps.config.operatorToken)) {
+          throw new AppError("unauthorized", "Invalid or missing operator token.");
+        }
+      })
+      // Every change that succeeded is recorded (docs/operations.md, "Audit log"); reads are not.
+      .onAfterHandle(async ({ request, route, params, body, responseValue, set }) => {
+        if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
+        if (typeof set.status === "number" && set.status >= 300) return;
+        const record = auditRecordOf(
+          {
+            method: request.method,
+            route,
+            params: (params ?? {}) as Record<string, string>,
+            body,
+            response: responseValue,
+          },
+          "operator",
+          new Date(deps.now()),
+        );
+        try {
+          await deps.audit.record(record);
+        } catch (error) {
+          // The action itself is done: it is answered, and the missing entry is logged (no values).
+          deps.logger.error("audit entry not recorded", {
+            action: record.action,
+            target: record.target,
+            code: (error as { code?: string }).code ?? "unknown",
+          });
+        }
+      })
+      .get("/tenants", async () => ({ tenants: await deps.siteStore.listTenants() }))
+      .post(
+        "/tenants",
+        async ({ body, set }) => {
+          set.status = 201;
+          return { tenant: await createTenant(deps, body) };
+        },
+        { body: CreateTenantBody },
+      )
+      .put("/tenants/:tenant/identity-provider", ({ params, body }) => setIdentityProvider(deps, params.tenant, body), {
+        params: TenantParams,
+        body: IdentityProviderBody,
+      })
+      .delete("/tenants/:tenant/identity-provider", ({ params }) => setIdentityProvider(deps, params.tenant, null), {
+        params: TenantParams,
+      })
+      .put("/tenants/:tenant/public-url", ({ params, body }) => setPublicUrl(deps, params.tenant, body.publicUrl), {
+        params: TenantParams,
+        body: PublicUrlBody,
+      })
+      .delete("/tenants/:tenant/public-url", ({ params }) => setPublicUrl(deps, params.tenant, null), {
+        params: TenantParams,
+      })
+      .get(
+        "/tenants/:tenant/sites",
+        async ({ params }) => {
+          if (!deps.registry.hasTenant(params.tenant)) throw new AppError("not_found", "Unknown tenant.");
+          return { sites: await deps.siteStore.listSites(params.tenant) };
+        },
+        { params: TenantParams },
+      )
+      .post(
+        "/tenants/:tenant/sites",
+        async ({ params, body, set }) => {
+          set.status = 201;
+          return { site: await createSite(deps, params.tenant, body.id) };
+        },
+        { params: TenantParams, body: CreateSiteBody },
+      )
+      .post(
+        "/tenants/:tenant/sites/:site/disable",
+        async ({ params }) => ({
+          site: await setSiteDisabled(deps, params.tenant, params.site, true),
+        }),
+        { params: SiteParams },
+      )
+      .post(
+        "/tenants/:tenant/sites/:site/enable",
+        async ({ params }) => ({
+          site: await setSiteDisabled(deps, params.tenant, params.site, false),
+        }),
+        { params: SiteParams },
+      )
+      .post(
+        "/tenants/:tenant/sites/:site/deploy",
+        async ({ params, body }) => ({
+          deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
+        }),
+        { params: SiteParams, body: DeployBody },
+      )
+      .get(
+        "/tenants/:tenant/sites/:site/keys",
+        async ({ params }) => {
+          await requireSite(deps, params.tenant, params.site);
+          return { keys: await deps.keys.list(params.tenant, params.site, deps.now()) };
+        },
+        { params: SiteParams },
+      )
+      .post(
+        "/tenants/:tenant/sites/:site/keys",
+        async ({ params, body, set }) => {
+          await requireSite(deps, params.tenant, params.site);
+          set.status = 201;
+          return await deps.keys.issue(params.tenant, params.site, body, deps.now());
+        },
+        { params: SiteParams, body: IssueKeyBody },
+      )
+      .post(
+        "/tenants/:tenant/sites/:site/keys/:keyId/revoke",
+        async ({ params }) => ({
+          key: await deps.keys.revoke(params.tenant, params.site, params.keyId, deps.now()),
+        }),
+        { params: KeyParams },
+      )
+      .use(adminUserRoutes(deps))
+      .use(adminOrgRoutes(deps))
+      .use(adminGiftRoutes(deps))
+      .use(adminServiceRoutes(deps))
+      .use(adminContentRoutes(deps))
+      .use(adminRecommendationRoutes(deps))
+      .use(adminAuditRoutes(deps))
+  );
 }

@@ -43,6 +43,7 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   gifts revoke <site> <giftId> [--tenant T]
   content get <site> <id> [--tenant T]         one content item as last read from the CMS
   content stats <site> [--tenant T]            item counts and the re-read queue (depth, oldest, dead)
+  audit [--site S] [--tenant T] [--limit N]    operator actions, newest first (docs/operations.md)
   schema                      print the site-document JSON Schema (no server needed)
   demo-request [--article ID] [--device D] [--free]
                               one decision on the demo site with a signed content descriptor
@@ -113,13 +114,15 @@ function parse(argv: string[]) {
       device: { type: "string" },
       free: { type: "boolean" },
       set: { type: "string", multiple: true },
+      site: { type: "string" },
+      limit: { type: "string" },
     },
   });
 }
 
 type Values = ReturnType<typeof parse>["values"];
 
-const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request"]);
+const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request", "audit"]);
 
 interface Output {
   json: unknown;
@@ -152,6 +155,18 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         if (error instanceof CliError) throw error;
         throw new CliError((error as Error).message);
       }
+    case "audit": {
+      const query = new URLSearchParams();
+      // A site belongs to a tenant: --site alone means the default tenant's.
+      if (values.tenant !== undefined || values.site !== undefined) query.set("tenant", values.tenant ?? "default");
+      if (values.site !== undefined) query.set("site", values.site);
+      query.set("limit", values.limit ?? "50");
+      const out = (await call("GET", `/admin/audit?${query}`)) as {
+        entries: { at: string; actor: string; action: string; target: string; summary: string }[];
+      };
+      const lines = out.entries.map((e) => `${e.at}\t${e.actor}\t${e.action}\t${e.target}\t${e.summary}`);
+      return { json: out, text: ["AT\tACTOR\tACTION\tTARGET\tSUMMARY", ...lines].join("\n") };
+    }
     case "schema":
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
     case "tenant create": {

@@ -357,6 +357,12 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
   {
+    method: "GET",
+    path: "/admin/audit",
+    credential: "operator",
+    query: () => ({ tenant: "default", site: "news", limit: "5" }),
+  },
+  {
     method: "PUT",
     path: "/admin/tenants/:tenant/identity-provider",
     credential: "operator",

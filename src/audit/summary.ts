@@ -1,0 +1,76 @@
+import type { AuditRecord } from "./model";
+
+/** What the admin hook knows of a request that succeeded. */
+export interface HandledRequest {
+  readonly method: string;
+  /** The route's pattern under /admin, e.g. `/admin/tenants/:tenant/sites/:site/deploy`. */
+  readonly route: string;
+  readonly params: Readonly<Record<string, string | undefined>>;
+  readonly body: unknown;
+  readonly response: unknown;
+}
+
+const member = (value: unknown, ...path: string[]): unknown => {
+  let at = value;
+  for (const name of path) {
+    if (at === null || typeof at !== "object") return undefined;
+    at = (at as Record<string, unknown>)[name];
+  }
+  return at;
+};
+
+const text = (value: unknown): string => (typeof value === "string" || typeof value === "number" ? String(value) : "");
+
+/** The names of a body's members, never their values (a body may hold a secret). */
+function memberNames(body: unknown): string {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return "";
+  const names = Object.keys(body).sort();
+  return names.length === 0 ? "" : `members: ${names.join(", ")}`;
+}
+
+/**
+ * Summaries per action, from what is never secret: ids, names, versions, stages, grant names.
+ * Key values, preview tokens, service settings and every other body value are left out.
+ */
+const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
+  "POST /tenants": (r) => `tenant ${text(member(r.body, "id"))}${member(r.body, "default") ? " (default)" : ""}`,
+  "POST /tenants/:tenant/sites": (r) => `site ${text(member(r.body, "id"))}`,
+  "POST /tenants/:tenant/sites/:site/deploy": (r) =>
+    `${text(member(r.response, "deployment", "stage"))} version ${text(member(r.response, "deployment", "version"))}`,
+  "POST /tenants/:tenant/sites/:site/keys": (r) => {
+    const permissions = member(r.response, "permissions");
+    const list = Array.isArray(permissions) && permissions.length > 0 ? ` [${permissions.join(", ")}]` : "";
+    return `key ${text(member(r.response, "id"))} "${text(member(r.response, "name"))}"${list}`;
+  },
+  "POST /tenants/:tenant/users": (r) => `user ${text(member(r.response, "user", "id"))}`,
+  "POST /tenants/:tenant/users/:user/grants": (r) => {
+    const expires = text(member(r.body, "expiresAt"));
+    return `grant ${text(member(r.body, "grant"))}${expires ? ` until ${expires}` : ""}`;
+  },
+  "POST /tenants/:tenant/sites/:site/preview-tokens": (r) =>
+    `preview token for ${text(member(r.body, "ttlSeconds")) || "3600"} s`,
+  "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.body, "slug"))}`,
+};
+
+/** The audit record of a mutating /admin request that succeeded. */
+export function auditRecordOf(r: HandledRequest, actor: string, at: Date): AuditRecord {
+  const pattern = r.route.replace(/^\/admin/, "");
+  const action = `${r.method} ${pattern}`;
+  // In the route's order (tenant, then site, then the rest).
+  const target = [...pattern.matchAll(/:([A-Za-z]+)/g)]
+    .map((m) => m[1] as string)
+    .filter((name) => typeof r.params[name] === "string")
+    .map((name) => `${name}=${r.params[name]}`)
+    .join(" ");
+  const summarise = SUMMARIES[action];
+  const tenant = r.params.tenant ?? (pattern === "/tenants" ? text(member(r.body, "id")) || null : null);
+  return {
+    at,
+    actor,
+    tenantId: tenant,
+    siteId: r.params.site ?? null,
+    action,
+    target,
+    summary: (summarise ? summarise(r) : memberNames(r.body)).slice(0, 500),
+  };
+}
