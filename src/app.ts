@@ -20,6 +20,7 @@ import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
+import { igluRoutes } from "./iglu/routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
@@ -65,6 +66,7 @@ export function createApp(deps: Deps) {
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))
+    .use(igluRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
     .use(browserRecommendationRoutes(deps))

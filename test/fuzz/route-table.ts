@@ -293,6 +293,19 @@ export const ROUTES: RouteSpec[] = withPreflights([
     credential: "key",
     body: (w) => ({ userId: w.gifter, giftId: w.giftId }),
   },
+  { method: "GET", path: "/v1/iglu/schemas", credential: "key" },
+  {
+    method: "GET",
+    path: "/v1/iglu/schemas/:vendor/:name/jsonschema",
+    credential: "key",
+    params: () => ({ vendor: "com.svc", name: "experiment_exposure" }),
+  },
+  {
+    method: "GET",
+    path: "/v1/iglu/schemas/:vendor/:name/jsonschema/:version",
+    credential: "key",
+    params: () => ({ vendor: "com.svc", name: "experiment_exposure", version: "1-0-0" }),
+  },
   {
     method: "POST",
     path: "/v1/streaming/:pipeline",
