@@ -21,6 +21,7 @@ import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
+import { interventionRoutes } from "./interventions/routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
@@ -67,6 +68,7 @@ export function createApp(deps: Deps) {
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))
     .use(igluRoutes(deps))
+    .use(interventionRoutes(deps, deps.interventions))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
     .use(browserRecommendationRoutes(deps))

@@ -293,6 +293,14 @@ export const ROUTES: RouteSpec[] = withPreflights([
     credential: "key",
     body: (w) => ({ userId: w.gifter, giftId: w.giftId }),
   },
+  // A stream of events (text/event-stream) on success: the suite reads its headers and closes it.
+  {
+    method: "GET",
+    path: "/v1/decide/interventions",
+    credential: "key",
+    query: () => ({ subjects: "reader-1,device-2" }),
+    nonJson: [200],
+  },
   { method: "GET", path: "/v1/iglu/schemas", credential: "key" },
   {
     method: "GET",
