@@ -4,6 +4,7 @@ import { adminRoutes } from "./admin/routes";
 import { checkoutRoutes } from "./checkout/routes";
 import { CHECKOUT_WEBHOOK_PATH, checkoutWebhookHandler } from "./checkout/webhook";
 import { contentRoutes } from "./content/routes";
+import { openApiRoutes } from "./contracts/openapi";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
@@ -69,6 +70,7 @@ export function createApp(deps: Deps) {
     .use(streamingRoutes(deps))
     .use(igluRoutes(deps))
     .use(interventionRoutes(deps, deps.interventions))
+    .use(openApiRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
     .use(browserRecommendationRoutes(deps))

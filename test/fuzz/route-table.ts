@@ -301,6 +301,8 @@ export const ROUTES: RouteSpec[] = withPreflights([
     query: () => ({ subjects: "reader-1,device-2" }),
     nonJson: [200],
   },
+  // Public: the document names no site and no secret.
+  { method: "GET", path: "/v1/decide/openapi.json", credential: "none" },
   { method: "GET", path: "/v1/iglu/schemas", credential: "key" },
   {
     method: "GET",
