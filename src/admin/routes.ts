@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { adminContentRoutes } from "../content/admin-routes";
+import { adminExplainRoutes } from "../decide/explain-admin-routes";
 import type { Deps } from "../deps";
 import { adminGiftRoutes } from "../gifts/admin-routes";
 import { AppError } from "../http/errors";
@@ -133,6 +134,7 @@ export function adminRoutes(deps: Deps) {
     .use(adminUserRoutes(deps))
     .use(adminOrgRoutes(deps))
     .use(adminGiftRoutes(deps))
+    .use(adminExplainRoutes(deps))
     .use(adminServiceRoutes(deps))
     .use(adminContentRoutes(deps))
     .use(adminRecommendationRoutes(deps));

@@ -1,5 +1,6 @@
 import { toOpenAPISchema } from "@elysiajs/openapi";
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
+import { ExplainAnswer } from "../decide/explain-model";
 import { DecideAnswer, DecideBody } from "../decide/model";
 import { KEYED_DECIDE_PATH } from "../decide/routes";
 import type { Deps } from "../deps";
@@ -39,6 +40,11 @@ const CONTRACTS: Readonly<Record<string, RouteContract>> = {
       decide: {
         summary: "Two features for an anonymous device",
         value: { features: ["paywall", "section"], deviceId: "device-42", context: { referrer: "newsletter" } },
+        status: 200,
+      },
+      explain: {
+        summary: "Why: no meter ticks, no exposures",
+        value: { features: ["paywall"], deviceId: "device-42", explain: true },
         status: 200,
       },
       invalid: { summary: "features must be an array", value: { features: "paywall" }, status: 422 },
@@ -124,7 +130,10 @@ const ERROR_ENVELOPE = {
 export function decideOpenApi(deps: Deps): Json {
   const described = new Elysia()
     // Described only: the app serves keyed decide as a native route (decide/routes.ts).
-    .post(KEYED_DECIDE_PATH, (() => undefined) as never, { body: DecideBody, response: { 200: DecideAnswer } })
+    .post(KEYED_DECIDE_PATH, (() => undefined) as never, {
+      body: DecideBody,
+      response: { 200: t.Union([DecideAnswer, ExplainAnswer]) },
+    })
     .use(giftRoutes(deps))
     .use(interventionRoutes(deps, deps.interventions));
   const generated = toOpenAPISchema(described, undefined, undefined, undefined, "3.1.0");

@@ -20,6 +20,11 @@ export const DecideBody = t.Object({
   deviceId: t.Optional(t.String({ minLength: 1, maxLength: 128 })),
   /** The page's `?_gt` token verbatim; any value is accepted (an unusable one reads as no gift: docs/gift-links.md). */
   giftLink: t.Optional(t.String()),
+  /**
+   * Keyed decide only: answer why instead of a decision (docs/contracts.md): no meter ticks, no
+   * gift redemption counted, no exposures.
+   */
+  explain: t.Optional(t.Boolean()),
 });
 
 export type DecideInput = typeof DecideBody.static;

@@ -56,6 +56,12 @@ export interface DecideRequest {
   readonly now: number;
 }
 
+/**
+ * What a request does with its evaluation: `true` applies its effects (decide), `false` applies
+ * none, and a function applies none and is handed the frozen snapshot and the result (explain).
+ */
+export type Effects = boolean | ((snapshot: FactSnapshot, result: BatchResult) => void);
+
 /** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
 type Gift = FactSnapshot["gift"];
 
@@ -156,7 +162,7 @@ const READ_ROUNDS = 3;
 export function evaluateRequest(
   deps: DecideDeps,
   req: DecideRequest,
-  effects: boolean,
+  effects: Effects,
 ): BatchResult | Promise<BatchResult> {
   // A request without a gift link pays one property read for gift links, nothing more.
   if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
@@ -167,7 +173,7 @@ export function evaluateRequest(
  * Reads the request's gift link (gift-links.md) before the usual evaluation: its facts join the
  * snapshot, and an unusable link reads as no gift (never an error, the answer is still 200).
  */
-function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+function withGift(deps: DecideDeps, req: DecideRequest, effects: Effects): BatchResult | Promise<BatchResult> {
   const checked = deps.gifts.check({
     site: req.site,
     document: req.document,
@@ -175,7 +181,7 @@ function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): Batch
     content: req.input.content,
     subject: req.userId ?? req.input.deviceId ?? null,
     now: req.now,
-    effects,
+    effects: effects === true,
   });
   if (checked instanceof Promise) {
     return checked.then((gift) => evaluatePlain(deps, req, effects, gift ?? EMPTY_OBJECT));
@@ -186,7 +192,7 @@ function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): Batch
 function evaluatePlain(
   deps: DecideDeps,
   req: DecideRequest,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   if (req.userId === null) {
@@ -215,7 +221,7 @@ function withFacts(
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
   streaming: Streaming,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
@@ -280,7 +286,7 @@ function afterReads(
   streaming: Streaming,
   subject: string,
   held: MeterSlot[],
-  effects: boolean,
+  effects: Effects,
   rounds: number,
   deadlineMs: number,
   gift: Gift,
@@ -312,7 +318,7 @@ function evaluateHeld(
   subject: string | null,
   held: MeterSlot[] | null,
   found: number[] | null,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
 ): BatchResult {
   const { document, input } = req;
@@ -354,9 +360,9 @@ function evaluateHeld(
   });
 
   const result = evaluateBatch(document, input.features, snapshot);
-  if (effects && held !== null && found !== null && subject !== null) {
-    applyTicks(result.ticks, held, found, subject, articleId);
-  }
+  if (effects === true) {
+    if (held !== null && found !== null && subject !== null) applyTicks(result.ticks, held, found, subject, articleId);
+  } else if (effects !== false) effects(snapshot, result);
   return result;
 }
 

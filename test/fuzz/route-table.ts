@@ -513,6 +513,13 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
   {
     method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/explain",
+    credential: "operator",
+    params: () => ({ tenant: "default", site: "news" }),
+    body: () => ({ features: ["paywall", "section"], deviceId: "fuzz-device", content: signedContent({ id: "a-1" }) }),
+  },
+  {
+    method: "POST",
     path: "/admin/tenants/:tenant/sites/:site/gift-links/:gift/revoke",
     credential: "operator",
     params: (w) => ({ tenant: "default", site: "news", gift: w.giftId }),
