@@ -23,6 +23,7 @@ import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
 import { interventionRoutes } from "./interventions/routes";
+import { ofrepRoutes } from "./ofrep/routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
@@ -71,6 +72,7 @@ export function createApp(deps: Deps) {
     .use(igluRoutes(deps))
     .use(interventionRoutes(deps, deps.interventions))
     .use(openApiRoutes(deps))
+    .use(ofrepRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
     .use(browserRecommendationRoutes(deps))

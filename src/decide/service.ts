@@ -58,9 +58,10 @@ export interface DecideRequest {
 
 /**
  * What a request does with its evaluation: `true` applies its effects (decide), `false` applies
- * none, and a function applies none and is handed the frozen snapshot and the result (explain).
+ * none, and a function is handed the frozen snapshot and the result (explain, OFREP) with a
+ * callback that applies the batch's meter ticks, valid only during that call (same synchronous run).
  */
-export type Effects = boolean | ((snapshot: FactSnapshot, result: BatchResult) => void);
+export type Effects = boolean | ((snapshot: FactSnapshot, result: BatchResult, applyTicks: () => void) => void);
 
 /** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
 type Gift = FactSnapshot["gift"];
@@ -362,7 +363,12 @@ function evaluateHeld(
   const result = evaluateBatch(document, input.features, snapshot);
   if (effects === true) {
     if (held !== null && found !== null && subject !== null) applyTicks(result.ticks, held, found, subject, articleId);
-  } else if (effects !== false) effects(snapshot, result);
+  } else if (effects !== false) {
+    effects(snapshot, result, () => {
+      if (held !== null && found !== null && subject !== null)
+        applyTicks(result.ticks, held, found, subject, articleId);
+    });
+  }
   return result;
 }
 

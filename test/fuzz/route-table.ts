@@ -69,7 +69,13 @@ export interface RouteSpec {
    * browser mount but navigation-only ones): `withPreflights` lists that OPTIONS row.
    */
   preflight?: boolean;
+  /** A route answering errors in a protocol's own JSON shape besides the envelope (OFREP). */
+  errorShape?: (body: unknown) => boolean;
 }
+
+/** OFREP's failure shape: `{ key?, errorCode, errorDetails? }`. */
+const ofrepFailure = (body: unknown) =>
+  typeof body === "object" && body !== null && typeof (body as { errorCode?: unknown }).errorCode === "string";
 
 const ORIGIN = "https://news.example";
 /** An id no organization, member or invitation has: the organization routes answer 404 to it. */
@@ -303,6 +309,21 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
   // Public: the document names no site and no secret.
   { method: "GET", path: "/v1/decide/openapi.json", credential: "none" },
+  {
+    method: "POST",
+    path: "/ofrep/v1/evaluate/flags/:key",
+    credential: "key",
+    params: () => ({ key: "paywall" }),
+    body: () => ({ context: { targetingKey: "reader-1", content: signedContent({ id: "article-1" }), plan: "x" } }),
+    errorShape: ofrepFailure,
+  },
+  {
+    method: "POST",
+    path: "/ofrep/v1/evaluate/flags",
+    credential: "key",
+    body: () => ({ context: { targetingKey: "reader-1", "svc.features": ["paywall", "section"] } }),
+    errorShape: ofrepFailure,
+  },
   { method: "GET", path: "/v1/iglu/schemas", credential: "key" },
   {
     method: "GET",
