@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { listen } from "../../src/app";
-import { basicDocument } from "../fixtures/documents";
+import { giftDocument } from "../fixtures/documents";
+import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { ofType, openSse } from "../helpers/sse";
@@ -27,7 +28,7 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
         SVC_SSE_STREAMS_PER_KEY: "3",
       },
     });
-    ({ key, keyId } = await seedSite(h, "news", basicDocument()));
+    ({ key, keyId } = await seedSite(h, "news", giftDocument()));
     const created = await h.admin("POST", "/admin/tenants/default/users", { email: "reader@news.example" });
     userId = ((await created.json()) as { user: { id: string } }).user.id;
     const app = listen(h.app, h.deps, 0);
@@ -52,13 +53,13 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
       expect(stream.response.headers.get("content-type")).toStartWith("text/event-stream");
       await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
       expect(
-        (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument() })).status,
+        (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: giftDocument() })).status,
       ).toBe(200);
       const live = await stream.next(ofType("deploy"));
       expect(data(live)).toMatchObject({ type: "deploy", site: "news", document: "live" });
       expect(live.id).toMatch(/^c\d+$/);
       const staged = await h.admin("POST", "/admin/tenants/default/sites/news/deploy", {
-        document: basicDocument(),
+        document: giftDocument(),
         preview: true,
       });
       expect(staged.status).toBe(200);
@@ -108,6 +109,38 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
     }
   });
 
+  it("tells of a gift link's new reader, from a real decide, once per reader", async () => {
+    const stream = await open();
+    try {
+      const minted = await h.request("POST", "/v1/gift-links", {
+        headers: headers(),
+        body: { userId, contentId: "gifted-1" },
+      });
+      expect(minted.status).toBe(201);
+      const { token, giftId } = (await minted.json()) as { token: string; giftId: string };
+      const read = () =>
+        h.request("POST", "/v1/decide", {
+          headers: headers(),
+          body: {
+            features: ["paywall"],
+            deviceId: "gift-reader",
+            content: signedContent({ id: "gifted-1" }),
+            giftLink: token,
+          },
+        });
+      const first = (await (await read()).json()) as { decisions: { paywall: { outcome: string } } };
+      expect(first.decisions.paywall.outcome).toBe("gifted");
+      expect(data(await stream.next(ofType("gift")))).toEqual({ type: "gift", giftId });
+      // The same reader again is not a new redemption: no second event before the next heartbeats.
+      await read();
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      expect(stream.frames.filter((f) => f.event === "gift")).toHaveLength(1);
+    } finally {
+      stream.close();
+    }
+  });
+
   it("tells of a meter period rolling over", async () => {
     const stream = await open();
     try {
@@ -131,7 +164,7 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
       first.close();
     }
     await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "b" });
-    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument() });
+    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: giftDocument() });
     const resumed = await open("", { "last-event-id": lastId });
     try {
       expect(data(await resumed.next(ofType("grants")))).toEqual({ type: "grants", userId });
