@@ -4,6 +4,7 @@ import { adminRoutes } from "./admin/routes";
 import { checkoutRoutes } from "./checkout/routes";
 import { CHECKOUT_WEBHOOK_PATH, checkoutWebhookHandler } from "./checkout/webhook";
 import { contentRoutes } from "./content/routes";
+import { openApiRoutes } from "./contracts/openapi";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
@@ -20,7 +21,10 @@ import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
+import { igluRoutes } from "./iglu/routes";
+import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
+import { ofrepRoutes } from "./ofrep/routes";
 import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
 import { orgRoutes } from "./orgs/routes";
@@ -68,6 +72,10 @@ export function createApp(deps: Deps) {
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))
+    .use(igluRoutes(deps))
+    .use(interventionRoutes(deps, deps.interventions))
+    .use(openApiRoutes(deps))
+    .use(ofrepRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
     .use(browserRecommendationRoutes(deps))

@@ -60,6 +60,9 @@ export interface Config {
   readonly invitationTtlDays: number;
   /** A bearer token that may read /metrics besides the operator token (SVC_METRICS_TOKEN). */
   readonly metricsToken: string | undefined;
+  /** The interventions stream: heartbeat interval (SVC_SSE_HEARTBEAT_MS) and open streams per key. */
+  readonly sseHeartbeatMs: number;
+  readonly sseStreamsPerKey: number;
   /** One JSON line per answered request (SVC_ACCESS_LOG=1; off by default). */
   readonly accessLog: boolean;
   /** /ready answers 503 when the last good counter flush is more than this many intervals old. */
@@ -181,6 +184,8 @@ export function loadConfig(env: Env = process.env): Config {
     startRetryMs: intVar(env, "SVC_START_RETRY_MS", 30_000, 0, 3_600_000),
     invitationTtlDays: intVar(env, "SVC_INVITATION_TTL_DAYS", 7, 1, 365),
     metricsToken,
+    sseHeartbeatMs: intVar(env, "SVC_SSE_HEARTBEAT_MS", 15_000, 50, 300_000),
+    sseStreamsPerKey: intVar(env, "SVC_SSE_STREAMS_PER_KEY", 16, 1, 10_000),
     accessLog: accessLogRaw === "1" || accessLogRaw === "true",
     readyFlushIntervals: intVar(env, "SVC_READY_FLUSH_INTERVALS", 20, 1, 100_000),
     workers,

@@ -15,6 +15,7 @@ import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
+import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
@@ -92,6 +93,8 @@ export interface Deps {
   };
   /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
   readonly newsletters: NewsletterDeps;
+  /** The interventions stream's open streams and recent events (src/interventions). */
+  readonly interventions: InterventionHub;
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
 }
@@ -139,7 +142,22 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // The feed needs the key service and the key service publishes to the feed.
   let keys: KeyService | undefined;
   let newsletters: NewsletterDeps | undefined;
+  const interventions = new InterventionHub(registry, {
+    heartbeatMs: config.sseHeartbeatMs,
+    streamsPerKey: config.sseStreamsPerKey,
+    resumeMs: 5 * 60_000,
+    resumeEvents: 1000,
+    now,
+  });
   const apply = async (change: Change) => {
+    const before = interventions.before(change);
+    try {
+      await applyChange(change);
+    } finally {
+      interventions.onChange(change, before);
+    }
+  };
+  const applyChange = async (change: Change) => {
     switch (change.topic) {
       case "tenant":
         return registry.reloadTenants();
@@ -161,6 +179,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // changes, so it has no timer poll: an idle server runs no query at all.
   const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
   const changes = new ChangeFeed(database, apply, logger, pollMs);
+  // A newly counted reader of a gift link is a change every process's streams hear of.
+  gifts.onRedeemed = (site, giftId) => {
+    changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
+      logger.warn("publishing a gift redemption failed", { error: String(error) });
+    });
+  };
   keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
   // Without SMTP, mail is printed only for the embedded development store; with a Postgres
   // server (DATABASE_URL) it is refused, so live sign-in links never reach a production log.
@@ -228,6 +252,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   return {
     newsletters,
+    interventions,
     jobs,
     audit: new DrizzleAuditStore(database.db),
     recommendations,
@@ -290,6 +315,7 @@ export async function startDeps(deps: Deps): Promise<void> {
 /** Flushes every counter and closes the store: a graceful stop loses nothing. */
 export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } = {}): Promise<void> {
   deps.lifecycle.started = false;
+  deps.interventions.closeAll();
   deps.flusher.stop();
   await deps.outbox.stop();
   await deps.jobs.stop();

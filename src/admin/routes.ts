@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import { adminAuditRoutes } from "../audit/routes";
 import { auditRecordOf } from "../audit/summary";
 import { adminContentRoutes } from "../content/admin-routes";
+import { adminExplainRoutes } from "../decide/explain-admin-routes";
 import type { Deps } from "../deps";
 import { adminGiftRoutes } from "../gifts/admin-routes";
 import { AppError } from "../http/errors";
@@ -162,6 +163,7 @@ export function adminRoutes(deps: Deps) {
       .use(adminUserRoutes(deps))
       .use(adminOrgRoutes(deps))
       .use(adminGiftRoutes(deps))
+      .use(adminExplainRoutes(deps))
       .use(adminServiceRoutes(deps))
       .use(adminContentRoutes(deps))
       .use(adminRecommendationRoutes(deps))

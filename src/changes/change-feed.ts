@@ -9,6 +9,8 @@ export interface Change {
   readonly topic: ChangeTopic;
   readonly tenantId: string;
   readonly subject: string;
+  /** The change log row's id, on changes read back from the log. */
+  readonly id?: number;
 }
 
 const CHANNEL = "svc_changes";

@@ -44,6 +44,10 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   content get <site> <id> [--tenant T]         one content item as last read from the CMS
   content stats <site> [--tenant T]            item counts and the re-read queue (depth, oldest, dead)
   audit [--site S] [--tenant T] [--limit N]    operator actions, newest first (docs/operations.md)
+  explain <site> <body.json> [--preview] [--tenant T]
+                              why each feature of a decide body resolves as it does (no meter
+                              ticks, no exposures): the matched rule, facts read, meters, and
+                              for a deny what would change it
   schema                      print the site-document JSON Schema (no server needed)
   demo-request [--article ID] [--device D] [--free]
                               one decision on the demo site with a signed content descriptor
@@ -122,7 +126,7 @@ function parse(argv: string[]) {
 
 type Values = ReturnType<typeof parse>["values"];
 
-const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request", "audit"]);
+const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request", "audit", "explain"]);
 
 interface Output {
   json: unknown;
@@ -166,6 +170,22 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
       };
       const lines = out.entries.map((e) => `${e.at}\t${e.actor}\t${e.action}\t${e.target}\t${e.summary}`);
       return { json: out, text: ["AT\tACTOR\tACTION\tTARGET\tSUMMARY", ...lines].join("\n") };
+    }
+    case "explain": {
+      const [site, file] = [action, rest[0]];
+      if (site === undefined || file === undefined) throw new CliError("usage: svc explain <site> <body.json>");
+      let body: unknown;
+      try {
+        body = JSON.parse(readFileSync(file, "utf8"));
+      } catch (error) {
+        throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+      }
+      const out = await call(
+        "POST",
+        `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/explain${values.preview ? "?preview=true" : ""}`,
+        body,
+      );
+      return { json: out, text: explainText(out as ExplainOut) };
     }
     case "schema":
       return { json: siteDocumentJsonSchema(), text: JSON.stringify(siteDocumentJsonSchema(), null, 2) };
@@ -452,4 +472,63 @@ async function request(env: CliIo["env"], method: string, path: string, body?: u
     throw new CliError(`${err?.message ?? `HTTP ${response.status}`} (${err?.code ?? response.status})${details}`);
   }
   return parsed;
+}
+
+interface ExplainOut {
+  explain: Record<
+    string,
+    {
+      outcome: string;
+      type?: string;
+      matched: {
+        rule: number | string;
+        condition?: unknown;
+        reason?: string;
+        split?: { experiment: string; variant: string };
+      };
+      rules: {
+        index: number;
+        result: string;
+        facts: { fact: string; source: string; available: boolean; value?: unknown }[];
+        meters: { meter: string; available: boolean; remaining?: number; allowance?: number }[];
+      }[];
+      wouldChange?: string[];
+    }
+  >;
+  unanswered: string[];
+  preview: boolean;
+  subject: string | null;
+  contentVerified: boolean;
+}
+
+/** An explanation for a terminal: one block per feature. */
+function explainText(out: ExplainOut): string {
+  const lines = [
+    `subject ${out.subject ?? "(none)"}; content ${out.contentVerified ? "verified" : "not verified"}; ${out.preview ? "preview" : "live"} document`,
+  ];
+  for (const [name, e] of Object.entries(out.explain)) {
+    lines.push("", `${name}: ${e.outcome}${e.type ? ` (${e.type})` : ""}`);
+    const m = e.matched;
+    if (typeof m.rule === "number") {
+      lines.push(`  matched rule ${m.rule}: ${m.condition === null ? "(no condition)" : JSON.stringify(m.condition)}`);
+      if (m.split) lines.push(`  split ${m.split.experiment}: variant ${m.split.variant}`);
+    } else if (m.rule === "onError") lines.push(`  error slot: ${m.reason}`);
+    else lines.push("  no rule matched: default outcome");
+    for (const r of e.rules) {
+      const facts = r.facts.map((f) =>
+        f.available
+          ? `${f.fact}=${f.value === undefined ? "absent" : JSON.stringify(f.value)} [${f.source}]`
+          : `${f.fact} unavailable`,
+      );
+      const meters = r.meters.map((x) =>
+        x.available ? `meter ${x.meter}: ${x.remaining} of ${x.allowance} left` : `meter ${x.meter} unreadable`,
+      );
+      lines.push(
+        `  rule ${r.index} ${r.result}${[...facts, ...meters].length ? `: ${[...facts, ...meters].join(", ")}` : ""}`,
+      );
+    }
+    if (e.wouldChange?.length) lines.push(`  would change it: ${e.wouldChange.join("; ")}`);
+  }
+  if (out.unanswered.length > 0) lines.push("", `unanswered: ${out.unanswered.join(", ")}`);
+  return lines.join("\n");
 }

@@ -3,7 +3,7 @@ import type { GrantFacts } from "../core/types";
 import type { Deps } from "../deps";
 import { browserCors, corsPolicy } from "../http/cors";
 import { credentials } from "../http/credentials";
-import { AppError } from "../http/errors";
+import { AppError, badRequest } from "../http/errors";
 import type { Mount } from "../http/mounts";
 import { selectedSite } from "../http/site";
 import type { BrowserIdentity } from "../identity/browser-credential";
@@ -68,6 +68,8 @@ export function browserDecideRoutes(deps: Deps) {
         const site = selectedSite(deps.registry, request);
         checkOrigin(site, request.headers.get("origin"));
         if (body.userId !== undefined) throw userIdRefused();
+        // Explain shows meter values and rules: for the publisher's servers, not for readers.
+        if (body.explain !== undefined) throw badRequest("explain is answered on the keyed /v1/decide only.");
         const now = deps.now();
         takeRate(deps.browserDecideRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
         const who = await browserIdentityOf(site.tenantId, now);

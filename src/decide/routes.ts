@@ -6,6 +6,7 @@ import { errorResponseOf, validationError } from "../http/error-envelope";
 import { authenticateKeyed } from "../http/key-guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
+import { explainJson } from "./explain";
 import { checkSubjects, DecideBody, type DecideInput } from "./model";
 import { decideDepsOf, decideJson, takeKeyedRate } from "./service";
 
@@ -73,7 +74,9 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       // The preview header is only read while the site has a staged document.
       const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
       if (token !== null) ({ document, preview } = await chooseDocument(deps, site, token, now));
-      const decided = decideJson(decideDeps, { site, document, preview, input, userId: input.userId ?? null, now });
+      const req = { site, document, preview, input, userId: input.userId ?? null, now };
+      // The one check explain adds to the path: an absent member.
+      const decided = input.explain === true ? explainJson(decideDeps, req) : decideJson(decideDeps, req);
       return new Response(decided instanceof Promise ? await decided : decided, { headers: JSON_HEADERS });
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);

@@ -60,6 +60,26 @@ export interface DecideRequest {
   readonly now: number;
 }
 
+/**
+ * What a request does with its evaluation: `true` applies its effects (decide), `false` applies
+ * none, and a function is handed the frozen snapshot and the result (explain, OFREP) with a
+ * callback that applies the batch's meter ticks, valid only during that call (same synchronous run).
+ * An observer that will tick says so (`ticking`, OFREP): a seen meter's new member is then
+ * admitted by the store first (`admitThenTick`), as for decide, and the observer is called once
+ * the ticks are applied (its callback then does nothing). Explain never ticks and never writes.
+ */
+export type Effects = boolean | Observer;
+export type Observer = ((snapshot: FactSnapshot, result: BatchResult, applyTicks: () => void) => void) & {
+  readonly ticking?: true;
+};
+
+/** An observer that applies the batch's ticks (OFREP). */
+export function tickingObserver(
+  observe: (snapshot: FactSnapshot, result: BatchResult, applyTicks: () => void) => void,
+): Observer {
+  return Object.assign(observe, { ticking: true as const });
+}
+
 /** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
 type Gift = FactSnapshot["gift"];
 
@@ -175,7 +195,7 @@ const READ_ROUNDS = 3;
 export function evaluateRequest(
   deps: DecideDeps,
   req: DecideRequest,
-  effects: boolean,
+  effects: Effects,
 ): BatchResult | Promise<BatchResult> {
   // A document whose features read no newsletter fact pays one property read, nothing more.
   if (req.document.newsletterFeatures !== null && readsNewsletters(req.document, req.input.features)) {
@@ -187,7 +207,7 @@ export function evaluateRequest(
 function evaluateWithoutStandings(
   deps: DecideDeps,
   req: DecideRequest,
-  effects: boolean,
+  effects: Effects,
 ): BatchResult | Promise<BatchResult> {
   // A request without a gift link pays one property read for gift links, nothing more.
   if (req.input.giftLink !== undefined) return withGift(deps, req, effects);
@@ -195,7 +215,7 @@ function evaluateWithoutStandings(
 }
 
 /** Reads the user's newsletter standings (anonymous: every list `unknown`), then evaluates. */
-function withNewsletters(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+function withNewsletters(deps: DecideDeps, req: DecideRequest, effects: Effects): BatchResult | Promise<BatchResult> {
   if (req.userId === null || deps.newsletterFacts === undefined) {
     standingsOfRequest.set(req, unknownFacts(req.document));
     return evaluateWithoutStandings(deps, req, effects);
@@ -215,7 +235,7 @@ function withNewsletters(deps: DecideDeps, req: DecideRequest, effects: boolean)
  * Reads the request's gift link (gift-links.md) before the usual evaluation: its facts join the
  * snapshot, and an unusable link reads as no gift (never an error, the answer is still 200).
  */
-function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): BatchResult | Promise<BatchResult> {
+function withGift(deps: DecideDeps, req: DecideRequest, effects: Effects): BatchResult | Promise<BatchResult> {
   const checked = deps.gifts.check({
     site: req.site,
     document: req.document,
@@ -223,7 +243,7 @@ function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): Batch
     content: req.input.content,
     subject: req.userId ?? req.input.deviceId ?? null,
     now: req.now,
-    effects,
+    effects: effects === true,
   });
   if (checked instanceof Promise) {
     return checked.then((gift) => evaluatePlain(deps, req, effects, gift ?? EMPTY_OBJECT));
@@ -234,7 +254,7 @@ function withGift(deps: DecideDeps, req: DecideRequest, effects: boolean): Batch
 function evaluatePlain(
   deps: DecideDeps,
   req: DecideRequest,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   if (req.userId === null) {
@@ -263,7 +283,7 @@ function withFacts(
   traits: Readonly<Record<string, unknown>> | null,
   grants: FactSnapshot["grants"],
   streaming: Streaming,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
 ): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
@@ -340,7 +360,7 @@ function afterReads(
   streaming: Streaming,
   subject: string,
   held: MeterSlot[],
-  effects: boolean,
+  effects: Effects,
   rounds: number,
   deadlineMs: number,
   gift: Gift,
@@ -373,7 +393,7 @@ function evaluateHeld(
   subject: string | null,
   held: MeterSlot[] | null,
   found: number[] | null,
-  effects: boolean,
+  effects: Effects,
   gift: Gift,
   deadlineMs: number,
   admissionRounds: number,
@@ -418,13 +438,26 @@ function evaluateHeld(
   });
 
   const result = evaluateBatch(document, input.features, snapshot);
-  if (effects && held !== null && found !== null && subject !== null) {
-    const admissions = articleId === null ? null : admissionsOf(result.ticks, held, found, articleId);
+  if (
+    (effects === true || (effects !== false && effects.ticking === true)) &&
+    held !== null &&
+    found !== null &&
+    subject !== null &&
+    articleId !== null
+  ) {
+    const admissions = admissionsOf(result.ticks, held, found, articleId);
     if (admissions !== null) {
-      const retry = { req, traits, grants, streaming, subject, held, gift, deadlineMs, admissionRounds };
-      return admitThenTick(retry, result, admissions, articleId as string);
+      const retry = { req, traits, grants, streaming, subject, held, gift, effects, deadlineMs, admissionRounds };
+      return admitThenTick(retry, snapshot, result, admissions, articleId);
     }
-    applyTicks(result.ticks, held, found, subject, articleId);
+  }
+  if (effects === true) {
+    if (held !== null && found !== null && subject !== null) applyTicks(result.ticks, held, found, subject, articleId);
+  } else if (effects !== false) {
+    effects(snapshot, result, () => {
+      if (held !== null && found !== null && subject !== null)
+        applyTicks(result.ticks, held, found, subject, articleId);
+    });
   }
   return result;
 }
@@ -471,6 +504,8 @@ interface Retry {
   readonly subject: string;
   readonly held: MeterSlot[];
   readonly gift: Gift;
+  /** `true`, or an observer (OFREP) told of the result once its ticks are applied. */
+  readonly effects: true | Observer;
   readonly deadlineMs: number;
   readonly admissionRounds: number;
 }
@@ -483,6 +518,7 @@ interface Retry {
  */
 async function admitThenTick(
   r: Retry,
+  snapshot: FactSnapshot,
   result: BatchResult,
   admissions: readonly number[],
   articleId: string,
@@ -512,6 +548,7 @@ async function admitThenTick(
       if (stale) table.refresh(r.subject).catch(() => {});
     }
     applyTicks(result.ticks, r.held, found, r.subject, articleId);
+    if (r.effects !== true) r.effects(snapshot, result, () => {});
     return result;
   }
   if (r.admissionRounds === 0) {
@@ -526,7 +563,7 @@ async function admitThenTick(
     streaming,
     subject,
     held,
-    true,
+    r.effects,
     READ_ROUNDS - 1,
     ms,
     gift,

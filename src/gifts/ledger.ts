@@ -34,6 +34,8 @@ const PRUNE_AT = 100_000;
  */
 export class GiftLedger {
   private readonly revoked = new Map<string, number>();
+  /** Told of each newly counted reader of a link (the interventions stream's `gift` event). */
+  onRedeemed: ((site: SiteState, giftId: string) => void) | null = null;
 
   constructor(
     readonly tokens: GiftTokens,
@@ -85,11 +87,13 @@ export class GiftLedger {
     if (articleId === null || contentHashOf(articleId) !== claims.contentHash) return null;
     const table = this.redemptionTable(req.site);
     const at = table.find(claims.giftId);
-    if (at >= 0) return redeem(table, at, claims, articleId, policy.redemptionsPerLink, req);
+    if (at >= 0) return redeem(table, at, claims, articleId, policy.redemptionsPerLink, req, this.onRedeemed);
     return withinDeadline(table.load(claims.giftId), this.readDeadlineMs).then(() => {
       const found = table.find(claims.giftId);
       // Evicted again meanwhile (only at the counters' cap): read as no gift, never over the cap.
-      return found < 0 ? null : redeem(table, found, claims, articleId, policy.redemptionsPerLink, req);
+      return found < 0
+        ? null
+        : redeem(table, found, claims, articleId, policy.redemptionsPerLink, req, this.onRedeemed);
     });
   }
 }
@@ -101,11 +105,15 @@ function redeem(
   articleId: string,
   cap: number,
   req: GiftRequest,
+  onRedeemed: ((site: SiteState, giftId: string) => void) | null,
 ): GiftFacts | null {
   const subject = req.subject as string;
   if (!table.holdsAt(at, subject)) {
     if (table.countAt(at) >= cap) return null;
-    if (req.effects) table.tickSeenAt(at, subject);
+    if (req.effects) {
+      table.tickSeenAt(at, subject);
+      onRedeemed?.(req.site, claims.giftId);
+    }
   }
   return Object.freeze({ valid: true, contentId: articleId, gifter: claims.gifterId });
 }

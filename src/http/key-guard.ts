@@ -40,6 +40,11 @@ export interface KeyGuardOptions {
    * another site is refused like a wrong pin (403).
    */
   readonly siteFromKey?: boolean;
+  /**
+   * One more header that may carry the key, read only when neither `Authorization` nor
+   * `x-api-key` is sent (`apikey`, which standard Iglu resolvers send: only the /v1/iglu routes).
+   */
+  readonly keyHeader?: string;
 }
 
 /**
@@ -55,7 +60,7 @@ export function authenticateKeyed(
 ): KeyedRequest | Promise<KeyedRequest> {
   const headers = request.headers;
   const siteId = options.siteFromKey ? headers.get(SITE_HEADER) : readSiteId(headers);
-  const value = presentedKey(headers);
+  const value = presentedKey(headers) ?? (options.keyHeader === undefined ? null : headers.get(options.keyHeader));
   if (value === null) throw missingKey();
   if (value === "") throw invalidKey();
   const now = deps.now();

@@ -206,17 +206,27 @@ async function write(
   headers["x-request-id"] = answering.id;
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 1) headers["set-cookie"] = cookies;
+  // A stream of events (the interventions stream) is written as it comes, never buffered whole.
+  if (response.body !== null && headers["content-type"]?.toString().startsWith("text/event-stream")) {
+    streamBody(res, response.body, headers, response.status);
+    countAnswer(requests, answering, response.status);
+    return;
+  }
   const body = Buffer.from(await response.arrayBuffer());
   headers["content-length"] = String(body.byteLength);
   res.writeHead(response.status, headers);
   res.end(req.method === "HEAD" ? undefined : body);
+  countAnswer(requests, answering, response.status);
+}
+
+function countAnswer(requests: RequestStats | undefined, answering: Answering, status: number): void {
   if (requests === undefined) return;
   try {
     requests.answered(
       answering.stats,
       answering.method,
       answering.path,
-      response.status,
+      status,
       (performance.now() - answering.startedAt) / 1000,
       answering.id,
       answering.site,
@@ -224,4 +234,34 @@ async function write(
   } catch {
     // Counting an answer already written must never fail it (nor end the process unhandled).
   }
+}
+
+/** Writes a streamed body chunk by chunk (chunked encoding); the client going away cancels it. */
+function streamBody(
+  res: ServerResponse,
+  body: ReadableStream<Uint8Array>,
+  headers: Record<string, string | string[]>,
+  status: number,
+): void {
+  res.writeHead(status, headers);
+  res.flushHeaders();
+  const reader = body.getReader();
+  res.on("close", () => {
+    reader.cancel().catch(() => undefined);
+  });
+  const pump = (): void => {
+    reader.read().then(
+      ({ done, value }) => {
+        if (done) {
+          res.end();
+          return;
+        }
+        if (res.destroyed) return;
+        res.write(value);
+        pump();
+      },
+      () => res.destroy(),
+    );
+  };
+  pump();
 }

@@ -69,7 +69,13 @@ export interface RouteSpec {
    * browser mount but navigation-only ones): `withPreflights` lists that OPTIONS row.
    */
   preflight?: boolean;
+  /** A route answering errors in a protocol's own JSON shape besides the envelope (OFREP). */
+  errorShape?: (body: unknown) => boolean;
 }
+
+/** OFREP's failure shape: `{ key?, errorCode, errorDetails? }`. */
+const ofrepFailure = (body: unknown) =>
+  typeof body === "object" && body !== null && typeof (body as { errorCode?: unknown }).errorCode === "string";
 
 const ORIGIN = "https://news.example";
 /** An id no organization, member or invitation has: the organization routes answer 404 to it. */
@@ -313,6 +319,44 @@ export const ROUTES: RouteSpec[] = withPreflights([
     credential: "key",
     body: (w) => ({ userId: w.gifter, giftId: w.giftId }),
   },
+  // A stream of events (text/event-stream) on success: the suite reads its headers and closes it.
+  {
+    method: "GET",
+    path: "/v1/decide/interventions",
+    credential: "key",
+    query: () => ({ subjects: "reader-1,device-2" }),
+    nonJson: [200],
+  },
+  // Public: the document names no site and no secret.
+  { method: "GET", path: "/v1/decide/openapi.json", credential: "none" },
+  {
+    method: "POST",
+    path: "/ofrep/v1/evaluate/flags/:key",
+    credential: "key",
+    params: () => ({ key: "paywall" }),
+    body: () => ({ context: { targetingKey: "reader-1", content: signedContent({ id: "article-1" }), plan: "x" } }),
+    errorShape: ofrepFailure,
+  },
+  {
+    method: "POST",
+    path: "/ofrep/v1/evaluate/flags",
+    credential: "key",
+    body: () => ({ context: { targetingKey: "reader-1", "svc.features": ["paywall", "section"] } }),
+    errorShape: ofrepFailure,
+  },
+  { method: "GET", path: "/v1/iglu/schemas", credential: "key" },
+  {
+    method: "GET",
+    path: "/v1/iglu/schemas/:vendor/:name/jsonschema",
+    credential: "key",
+    params: () => ({ vendor: "com.svc", name: "experiment_exposure" }),
+  },
+  {
+    method: "GET",
+    path: "/v1/iglu/schemas/:vendor/:name/jsonschema/:version",
+    credential: "key",
+    params: () => ({ vendor: "com.svc", name: "experiment_exposure", version: "1-0-0" }),
+  },
   {
     method: "POST",
     path: "/v1/streaming/:pipeline",
@@ -513,6 +557,13 @@ export const ROUTES: RouteSpec[] = withPreflights([
     path: "/admin/tenants/:tenant/sites/:site/gift-links/report",
     credential: "operator",
     params: () => ({ tenant: "default", site: "news" }),
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/explain",
+    credential: "operator",
+    params: () => ({ tenant: "default", site: "news" }),
+    body: () => ({ features: ["paywall", "section"], deviceId: "fuzz-device", content: signedContent({ id: "a-1" }) }),
   },
   {
     method: "POST",

@@ -165,12 +165,21 @@ function exchange(port: number, bytes: Buffer): Promise<{ raw: string; closedSil
       socket.destroy();
       resolve(null);
     }, ANSWER_TIME_LIMIT_MS);
-    socket.on("data", (c: Buffer) => chunks.push(c));
     const done = () => {
       clearTimeout(timer);
       const raw = Buffer.concat(chunks).toString("latin1");
       resolve({ raw, closedSilently: raw.length === 0 });
     };
+    socket.on("data", (c: Buffer) => {
+      chunks.push(c);
+      // A stream of events never ends: its head is the answer, and the client hangs up.
+      const raw = Buffer.concat(chunks).toString("latin1");
+      const end = raw.indexOf("\r\n\r\n");
+      if (end !== -1 && /\r\ncontent-type: text\/event-stream/i.test(raw.slice(0, end))) {
+        socket.destroy();
+        done();
+      }
+    });
     socket.on("end", done);
     socket.on("error", done);
     socket.on("close", done);

@@ -1,0 +1,79 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { credentials } from "../http/credentials";
+import { AppError } from "../http/errors";
+import type { InterventionHub, Listener } from "./hub";
+import { InterventionsQuery } from "./model";
+
+export const INTERVENTIONS_PATH = "/v1/decide/interventions";
+
+const tooManyStreams = () =>
+  new AppError("rate_limited", "This key has too many open intervention streams.", undefined, 429, {
+    "retry-after": "30",
+  });
+
+const encoder = new TextEncoder();
+
+/**
+ * GET /v1/decide/interventions (docs/interventions.md): server-sent events telling a publisher's
+ * server that decisions for its subjects may have changed, so it decides again. An API key of the
+ * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it).
+ */
+export function interventionRoutes(deps: Deps, hub: InterventionHub) {
+  return new Elysia({ prefix: "/v1/decide" })
+    .use(credentials(deps))
+    .guard({ apiKey: { anySiteOfTenant: false } })
+    .get(
+      "/interventions",
+      ({ apiKey, site, query, request, server }) => {
+        if (hub.streamsOf(apiKey.id) >= hub.options.streamsPerKey) throw tooManyStreams();
+        const subjects = query.subjects === undefined ? null : new Set(query.subjects.split(","));
+        const lastEventId = request.headers.get("last-event-id");
+        // Bun.serve closes a connection idle past its timeout; a stream is idle between heartbeats.
+        (server as { timeout?: (r: Request, s: number) => void } | null)?.timeout?.(request, 0);
+        let listener: Listener | undefined;
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            let open = true;
+            listener = {
+              tenantId: site.tenantId,
+              siteId: site.id,
+              keyId: apiKey.id,
+              subjects,
+              send(frame) {
+                if (!open) return;
+                try {
+                  controller.enqueue(encoder.encode(frame));
+                } catch {
+                  this.close();
+                }
+              },
+              close() {
+                if (!open) return;
+                open = false;
+                hub.remove(this);
+                try {
+                  controller.close();
+                } catch {
+                  // Already closed by the client.
+                }
+              },
+            };
+            const missed = hub.add(listener, lastEventId);
+            controller.enqueue(encoder.encode(`retry: 3000\n: open\n\n${missed.join("")}`));
+          },
+          cancel() {
+            if (listener !== undefined) hub.remove(listener);
+          },
+        });
+        return new Response(body, {
+          headers: {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-store",
+            "x-accel-buffering": "no",
+          },
+        });
+      },
+      { query: InterventionsQuery },
+    );
+}

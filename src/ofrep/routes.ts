@@ -1,0 +1,85 @@
+import { createHash } from "node:crypto";
+import { Elysia } from "elysia";
+import { chooseDocument } from "../decide/routes";
+import { decideDepsOf, takeKeyedRate } from "../decide/service";
+import type { Deps } from "../deps";
+import { credentials } from "../http/credentials";
+import type { KeyedRequest } from "../http/key-guard";
+import { PREVIEW_HEADER } from "../preview/tokens";
+import { OfrepFlagParams, OfrepRequest } from "./model";
+import { evaluateFlags, InvalidContext, namedFeatures } from "./service";
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+/** A strong ETag of an answer's bytes. */
+const etagOf = (body: string) => `"${createHash("sha256").update(body).digest("base64url").slice(0, 32)}"`;
+
+/**
+ * The answer, with an ETag only when the evaluation ticked no meter (a ticking answer is not
+ * repeatable: the next call counts again), and 304 to a matching If-None-Match.
+ */
+function answer(request: Request, body: unknown, ticked: boolean): Response {
+  const text = JSON.stringify(body);
+  if (ticked) return new Response(text, { headers: { "content-type": "application/json" } });
+  const etag = etagOf(text);
+  if (request.headers.get("if-none-match") === etag) return new Response(null, { status: 304, headers: { etag } });
+  return new Response(text, { headers: { "content-type": "application/json", etag } });
+}
+
+/**
+ * The OpenFeature Remote Evaluation Protocol beside keyed decide (docs/contracts.md): the same
+ * key and site header, the same rate window as /v1/decide (429 with Retry-After), flags evaluated
+ * through the decide pipeline (meters tick as they do on decide).
+ */
+export function ofrepRoutes(deps: Deps) {
+  const decideDeps = decideDepsOf(deps);
+  const prepare = async ({ apiKey, site }: KeyedRequest, request: Request) => {
+    const now = deps.now();
+    const rated = takeKeyedRate(deps.keyedDecideRate, apiKey.id, now);
+    if (rated !== undefined) await rated;
+    const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
+    return { now, ...(await chooseDocument(deps, site, token, now)) };
+  };
+  return new Elysia({ prefix: "/ofrep/v1/evaluate" })
+    .use(credentials(deps))
+    .guard({ apiKey: { anySiteOfTenant: false } })
+    .post(
+      "/flags/:key",
+      async ({ apiKey, site, params, body, request }) => {
+        const key = params.key;
+        const { now, document, preview } = await prepare({ apiKey, site }, request);
+        let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
+        try {
+          evaluated = await evaluateFlags(decideDeps, site, document, preview, [key], body.context, now);
+        } catch (error) {
+          if (error instanceof InvalidContext) {
+            return json(400, { key, errorCode: "INVALID_CONTEXT", errorDetails: error.message });
+          }
+          throw error;
+        }
+        const flag = evaluated.flags[0] as Record<string, unknown>;
+        if (flag.errorCode === "FLAG_NOT_FOUND") return json(404, flag);
+        if (flag.errorCode !== undefined) return json(400, flag);
+        return answer(request, flag, evaluated.ticked);
+      },
+      { params: OfrepFlagParams, body: OfrepRequest },
+    )
+    .post(
+      "/flags",
+      async ({ apiKey, site, body, request }) => {
+        const { now, document, preview } = await prepare({ apiKey, site }, request);
+        let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
+        try {
+          const names = namedFeatures(body.context);
+          evaluated = await evaluateFlags(decideDeps, site, document, preview, names, body.context, now);
+        } catch (error) {
+          if (error instanceof InvalidContext)
+            return json(400, { errorCode: "INVALID_CONTEXT", errorDetails: error.message });
+          throw error;
+        }
+        return answer(request, { flags: evaluated.flags }, evaluated.ticked);
+      },
+      { body: OfrepRequest },
+    );
+}

@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { listen } from "../../src/app";
+import { giftDocument } from "../fixtures/documents";
+import { signedContent } from "../helpers/content";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { ofType, openSse } from "../helpers/sse";
+
+const combos = storeKinds.flatMap((kind) => (["node", "bun"] as const).map((server) => [kind, server] as const));
+
+describe.each(combos)("the interventions stream (%s store, %s transport)", (kind, transport) => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let key: string;
+  let keyId: string;
+  let base: string;
+  let server: { port: number; stop(force?: boolean): Promise<void> };
+  let userId: string;
+
+  beforeAll(async () => {
+    const db = await freshDatabase(kind);
+    drop = db.drop;
+    h = await startHarness(db, {
+      config: {
+        SVC_HTTP_SERVER: transport,
+        HOST: "127.0.0.1",
+        SVC_SSE_HEARTBEAT_MS: "100",
+        SVC_SSE_STREAMS_PER_KEY: "3",
+      },
+    });
+    ({ key, keyId } = await seedSite(h, "news", giftDocument()));
+    const created = await h.admin("POST", "/admin/tenants/default/users", { email: "reader@news.example" });
+    userId = ((await created.json()) as { user: { id: string } }).user.id;
+    const app = listen(h.app, h.deps, 0);
+    server = app.server as unknown as typeof server;
+    base = `http://127.0.0.1:${server.port}`;
+  }, 60_000);
+  afterAll(async () => {
+    await server.stop(true);
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  const headers = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${key}` });
+  const open = (query = "", extra: Record<string, string> = {}) =>
+    openSse(`${base}/v1/decide/interventions${query}`, { ...headers(), ...extra });
+  const data = (f: { data?: string }) => JSON.parse(f.data ?? "null");
+
+  it("streams text/event-stream with heartbeats, and tells of a live deploy and a staged preview", async () => {
+    const stream = await open();
+    try {
+      expect(stream.response.status).toBe(200);
+      expect(stream.response.headers.get("content-type")).toStartWith("text/event-stream");
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      expect(
+        (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: giftDocument() })).status,
+      ).toBe(200);
+      const live = await stream.next(ofType("deploy"));
+      expect(data(live)).toMatchObject({ type: "deploy", site: "news", document: "live" });
+      expect(live.id).toMatch(/^c\d+$/);
+      const staged = await h.admin("POST", "/admin/tenants/default/sites/news/deploy", {
+        document: giftDocument(),
+        preview: true,
+      });
+      expect(staged.status).toBe(200);
+      expect(data(await stream.next(ofType("deploy")))).toMatchObject({ document: "preview" });
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("tells a subject's stream of its grants added and revoked, and other subjects' streams nothing", async () => {
+    const mine = await open(`?subjects=${userId},device-1`);
+    const other = await open("?subjects=someone-else");
+    try {
+      await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
+      expect(data(await mine.next(ofType("grants")))).toEqual({ type: "grants", userId });
+      await h.admin("DELETE", `/admin/tenants/default/users/${userId}/grants/premium`);
+      expect(data(await mine.next(ofType("grants")))).toEqual({ type: "grants", userId });
+      // A heartbeat after both: the other stream has been told nothing in between.
+      await other.next((f) => f.comment?.startsWith("heartbeat") === true);
+      await other.next((f) => f.comment?.startsWith("heartbeat") === true);
+      expect(other.frames.some((f) => f.event === "grants")).toBe(false);
+    } finally {
+      mine.close();
+      other.close();
+    }
+  });
+
+  it("tells of streaming writes (only the stream's own subjects) and gift changes", async () => {
+    const mine = await open("?subjects=u-1");
+    const site = await open();
+    try {
+      await h.deps.changes.publish({ topic: "streaming", tenantId: "default", subject: "news\nu-1,u-2" });
+      expect(data(await mine.next(ofType("streaming")))).toEqual({ type: "streaming", userIds: ["u-1"] });
+      expect(data(await site.next(ofType("streaming")))).toEqual({ type: "streaming", userIds: ["u-1", "u-2"] });
+      await h.deps.changes.publish({
+        topic: "gift",
+        tenantId: "default",
+        subject: "00000000-0000-4000-8000-0000000000a1",
+      });
+      expect(data(await site.next(ofType("gift")))).toEqual({
+        type: "gift",
+        giftId: "00000000-0000-4000-8000-0000000000a1",
+      });
+    } finally {
+      mine.close();
+      site.close();
+    }
+  });
+
+  it("tells of a gift link's new reader, from a real decide, once per reader", async () => {
+    const stream = await open();
+    try {
+      const minted = await h.request("POST", "/v1/gift-links", {
+        headers: headers(),
+        body: { userId, contentId: "gifted-1" },
+      });
+      expect(minted.status).toBe(201);
+      const { token, giftId } = (await minted.json()) as { token: string; giftId: string };
+      const read = () =>
+        h.request("POST", "/v1/decide", {
+          headers: headers(),
+          body: {
+            features: ["paywall"],
+            deviceId: "gift-reader",
+            content: signedContent({ id: "gifted-1" }),
+            giftLink: token,
+          },
+        });
+      const first = (await (await read()).json()) as { decisions: { paywall: { outcome: string } } };
+      expect(first.decisions.paywall.outcome).toBe("gifted");
+      expect(data(await stream.next(ofType("gift")))).toEqual({ type: "gift", giftId });
+      // The same reader again is not a new redemption: no second event before the next heartbeats.
+      await read();
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      expect(stream.frames.filter((f) => f.event === "gift")).toHaveLength(1);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("tells of a meter period rolling over", async () => {
+    const stream = await open();
+    try {
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      // The `calls` meter is daily (UTC): the next day is a new period.
+      h.clock.advance(24 * 60 * 60_000);
+      const rolled = await stream.next((f) => f.event === "meter_period" && data(f).meter === "calls");
+      expect(data(rolled)).toEqual({ type: "meter_period", meter: "calls", period: "2026-11-22" });
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("resumes after Last-Event-ID with what was missed, and resets past the window", async () => {
+    const first = await open();
+    let lastId: string;
+    try {
+      await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "a" });
+      lastId = (await first.next(ofType("grants"))).id as string;
+    } finally {
+      first.close();
+    }
+    await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "b" });
+    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: giftDocument() });
+    const resumed = await open("", { "last-event-id": lastId });
+    try {
+      expect(data(await resumed.next(ofType("grants")))).toEqual({ type: "grants", userId });
+      expect(data(await resumed.next(ofType("deploy")))).toMatchObject({ document: "live" });
+    } finally {
+      resumed.close();
+    }
+    const stale = await open("", { "last-event-id": "c1" });
+    try {
+      expect(data(await stale.next(ofType("reset")))).toEqual({ type: "reset", reason: "resume_window_passed" });
+    } finally {
+      stale.close();
+    }
+  });
+
+  it("caps open streams per key (429 with Retry-After), and frees a slot when a stream closes", async () => {
+    const streams = [await open(), await open(), await open()];
+    try {
+      const refused = await fetch(`${base}/v1/decide/interventions`, { headers: headers() });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+      (streams.pop() as { close(): void }).close();
+      const deadline = Date.now() + 5000;
+      while (h.deps.interventions.streamsOf(keyId) > 2 && Date.now() < deadline) await Bun.sleep(20);
+      const again = await open();
+      expect(again.response.status).toBe(200);
+      streams.push(again);
+    } finally {
+      for (const s of streams) s.close();
+    }
+  });
+
+  it("refuses a missing key, a wrong site and bad subjects in the envelope", async () => {
+    expect((await fetch(`${base}/v1/decide/interventions`, { headers: { "x-svc-site-id": "news" } })).status).toBe(401);
+    expect(
+      (await fetch(`${base}/v1/decide/interventions`, { headers: { authorization: `Bearer ${key}` } })).status,
+    ).toBe(400);
+    const bad = await fetch(`${base}/v1/decide/interventions?subjects=,,`, { headers: headers() });
+    expect(bad.status).toBe(422);
+  });
+
+  it("closes a stream when its key is revoked", async () => {
+    const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "short-lived" });
+    const other = (await issued.json()) as { key: string; id: string };
+    const stream = await openSse(`${base}/v1/decide/interventions`, {
+      "x-svc-site-id": "news",
+      authorization: `Bearer ${other.key}`,
+    });
+    expect(stream.response.status).toBe(200);
+    await h.admin("POST", `/admin/tenants/default/sites/news/keys/${other.id}/revoke`);
+    await stream.closed();
+  });
+});
