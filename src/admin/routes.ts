@@ -51,7 +51,7 @@ export function adminRoutes(deps: Deps) {
         }
       })
       // Every change that succeeded is recorded (docs/operations.md, "Audit log"); reads are not.
-      .onAfterHandle(async ({ request, route, params, body, responseValue, set }) => {
+      .onAfterHandle(async ({ request, route, params, responseValue, set }) => {
         if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
         if (typeof set.status === "number" && set.status >= 300) return;
         const record = auditRecordOf(
@@ -59,7 +59,6 @@ export function adminRoutes(deps: Deps) {
             method: request.method,
             route,
             params: (params ?? {}) as Record<string, string>,
-            body,
             response: responseValue,
           },
           "operator",

@@ -1,12 +1,14 @@
 import type { AuditRecord } from "./model";
 
-/** What the admin hook knows of a request that succeeded. */
+/**
+ * What the admin hook knows of a request that succeeded. Not its body: a hook that reads the body
+ * makes Elysia parse every route's body, the keyed decide route's too (which reads its own).
+ */
 export interface HandledRequest {
   readonly method: string;
   /** The route's pattern under /admin, e.g. `/admin/tenants/:tenant/sites/:site/deploy`. */
   readonly route: string;
   readonly params: Readonly<Record<string, string | undefined>>;
-  readonly body: unknown;
   readonly response: unknown;
 }
 
@@ -21,20 +23,15 @@ const member = (value: unknown, ...path: string[]): unknown => {
 
 const text = (value: unknown): string => (typeof value === "string" || typeof value === "number" ? String(value) : "");
 
-/** The names of a body's members, never their values (a body may hold a secret). */
-function memberNames(body: unknown): string {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) return "";
-  const names = Object.keys(body).sort();
-  return names.length === 0 ? "" : `members: ${names.join(", ")}`;
-}
-
 /**
- * Summaries per action, from what is never secret: ids, names, versions, stages, grant names.
- * Key values, preview tokens, service settings and every other body value are left out.
+ * Summaries per action, from the answer's parts that are never secret: ids, names, versions,
+ * stages, grant names, expiries. Key values, preview tokens and service settings are left out;
+ * an action without a summary here has none (its action and target say what it was).
  */
 const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
-  "POST /tenants": (r) => `tenant ${text(member(r.body, "id"))}${member(r.body, "default") ? " (default)" : ""}`,
-  "POST /tenants/:tenant/sites": (r) => `site ${text(member(r.body, "id"))}`,
+  "POST /tenants": (r) =>
+    `tenant ${text(member(r.response, "tenant", "id"))}${member(r.response, "tenant", "default") ? " (default)" : ""}`,
+  "POST /tenants/:tenant/sites": (r) => `site ${text(member(r.response, "site", "id"))}`,
   "POST /tenants/:tenant/sites/:site/deploy": (r) =>
     `${text(member(r.response, "deployment", "stage"))} version ${text(member(r.response, "deployment", "version"))}`,
   "POST /tenants/:tenant/sites/:site/keys": (r) => {
@@ -44,12 +41,12 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
   },
   "POST /tenants/:tenant/users": (r) => `user ${text(member(r.response, "user", "id"))}`,
   "POST /tenants/:tenant/users/:user/grants": (r) => {
-    const expires = text(member(r.body, "expiresAt"));
-    return `grant ${text(member(r.body, "grant"))}${expires ? ` until ${expires}` : ""}`;
+    const expires = text(member(r.response, "grant", "expiresAt"));
+    return `grant ${text(member(r.response, "grant", "grant"))}${expires ? ` until ${expires}` : ""}`;
   },
   "POST /tenants/:tenant/sites/:site/preview-tokens": (r) =>
-    `preview token for ${text(member(r.body, "ttlSeconds")) || "3600"} s`,
-  "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.body, "slug"))}`,
+    `preview token until ${text(member(r.response, "expiresAt"))}`,
+  "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.response, "organization", "slug"))}`,
 };
 
 /** The audit record of a mutating /admin request that succeeded. */
@@ -63,7 +60,7 @@ export function auditRecordOf(r: HandledRequest, actor: string, at: Date): Audit
     .map((name) => `${name}=${r.params[name]}`)
     .join(" ");
   const summarise = SUMMARIES[action];
-  const tenant = r.params.tenant ?? (pattern === "/tenants" ? text(member(r.body, "id")) || null : null);
+  const tenant = r.params.tenant ?? (pattern === "/tenants" ? text(member(r.response, "tenant", "id")) || null : null);
   return {
     at,
     actor,
@@ -71,6 +68,6 @@ export function auditRecordOf(r: HandledRequest, actor: string, at: Date): Audit
     siteId: r.params.site ?? null,
     action,
     target,
-    summary: (summarise ? summarise(r) : memberNames(r.body)).slice(0, 500),
+    summary: (summarise ? summarise(r) : "").slice(0, 500),
   };
 }
