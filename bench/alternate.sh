@@ -24,7 +24,7 @@ for round in $(seq 1 "$rounds"); do
       (cd "$dir" && env "$setting" npx bun bench/run.ts --quick >"$log" 2>&1)
     fi
     printf '%-40s round %s: %s\n' "$name" "$round" \
-      "$(grep -E '│ 2 │ saturation' "$log" | awk -F'│' '{print $5 "|" $7}' | tr -s ' ')"
+      "$(grep -E '│ +2 │ saturation' "$log" | awk -F'│' '{print $5 "|" $7}' | tr -s ' ')"
   done
 done
 echo "logs: $out"

@@ -26,6 +26,9 @@ export interface ClusterRun {
   admitted_per_window: number[];
   exact: boolean;
   every_refusal_had_retry_after: boolean;
+  /** The over-limit key's requests answered neither 200 nor 429, and those never answered in their window. */
+  over_status_other: number;
+  over_no_response: number;
   /** Keys offered exactly their limit, and the 429s they got (false refusals) of their requests. */
   at_limit_keys: number;
   at_limit_requests: number;
@@ -122,6 +125,8 @@ async function runOnce(o: ClusterOptions, workers: number, admin: postgres.Sql):
       admitted_per_window: over.admitted_per_window,
       exact: over.exact,
       every_refusal_had_retry_after: over.every_refusal_had_retry_after,
+      over_status_other: over.status_other,
+      over_no_response: over.no_response,
       at_limit_keys: limitKeys.length,
       at_limit_requests: spec.completed,
       false_429: spec.status_429,
@@ -144,5 +149,31 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterResult> {
     return { runs };
   } finally {
     await admin.end();
+  }
+}
+
+/**
+ * On its own: `DATABASE_URL=postgres://... npx bun bench/cluster.ts [keys] [windows]` prints the
+ * scenario's result as JSON (the full bench runs it last, with DATABASE_URL).
+ */
+if (import.meta.main) {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error("bench/cluster.ts needs DATABASE_URL (a Postgres server)");
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { cleanupAll } = await import("./proc");
+  const { signArticles } = await import("./workload");
+  try {
+    const result = await runCluster({
+      databaseUrl,
+      workDir: mkdtempSync(join(tmpdir(), "svc-bench-cluster-")),
+      articles: signArticles(2_000, Date.now()),
+      keys: Number(process.argv[2] ?? 5),
+      windows: Number(process.argv[3] ?? 1),
+    });
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await cleanupAll();
   }
 }
