@@ -71,19 +71,15 @@ export function deployedLists(site: SiteState): DeployedList[] {
 }
 
 /** Builds the newsletter deps (src/deps.ts) and registers the vendor sync job on the queue. */
-export function createNewsletterDeps(input: {
-  readonly db: ConstructorParameters<typeof NewsletterStore>[0];
-  readonly config: Config;
-  readonly identity: IdentityStore;
-  readonly users: UserStore;
-  readonly outbox: Outbox;
-  readonly services: ServiceConfigs;
-  readonly jobs: JobQueue;
-  readonly changes: ChangeFeed;
-  readonly registry: SiteRegistry;
-  readonly logger: Logger;
-  readonly now: () => number;
-}): NewsletterDeps {
+export function createNewsletterDeps(
+  input: Pick<
+    NewsletterDeps,
+    "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now"
+  > & {
+    readonly db: ConstructorParameters<typeof NewsletterStore>[0];
+    readonly config: Config;
+  },
+): NewsletterDeps {
   const store = new NewsletterStore(input.db);
   const deps: NewsletterDeps = {
     store,
