@@ -629,3 +629,33 @@ export const auditLog = pgTable(
   },
   (t) => [index("audit_log_tenant_site_id").on(t.tenantId, t.siteId, t.id)],
 );
+
+/**
+ * Console users (src/console): per tenant, an email address with a role. They sign in by a mailed
+ * link; the operator token stays for the CLI and automation.
+ */
+export const consoleUsers = pgTable(
+  "console_users",
+  {
+    tenantId: text().notNull(),
+    email: text().notNull(),
+    role: text({ enum: ["owner", "admin", "viewer"] }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.email] })],
+);
+
+/** Console sign-in links (only the hash of the token) and sessions (only the hash of the cookie). */
+export const consoleTokens = pgTable(
+  "console_tokens",
+  {
+    tokenHash: text().primaryKey(),
+    kind: text({ enum: ["link", "session"] }).notNull(),
+    tenantId: text().notNull(),
+    email: text().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    usedAt: timestamp({ withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("console_tokens_user").on(t.tenantId, t.email)],
+);

@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import { adminRoutes } from "./admin/routes";
 import { checkoutRoutes } from "./checkout/routes";
 import { CHECKOUT_WEBHOOK_PATH, checkoutWebhookHandler } from "./checkout/webhook";
+import { consoleRoutes } from "./console/routes";
 import { contentRoutes } from "./content/routes";
 import { openApiRoutes } from "./contracts/openapi";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
@@ -63,6 +64,8 @@ export function createApp(deps: Deps) {
     .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request))
     // Emailed newsletter links: a one-click unsubscribe POST carries a form body (RFC 8058).
     .use(newsletterLinkRoutes(deps))
+    // The console's pages read their own forms and answer their own HTML errors (src/console).
+    .use(consoleRoutes(deps))
     .use(errorEnvelope(deps.logger))
     .use(jsonBody(maxBody))
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))

@@ -2,6 +2,7 @@ import { type Database, openDatabase } from "../db/client";
 import { type AuditStore, DrizzleAuditStore } from "./audit/store";
 import { type Change, ChangeFeed } from "./changes/change-feed";
 import type { Config } from "./config";
+import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
 import { type ContentStore, DrizzleContentStore } from "./content/store";
 import { Flusher } from "./counters/flusher";
@@ -82,6 +83,8 @@ export interface Deps {
   readonly jobs: JobQueue;
   /** The operator actions' audit log (src/audit). */
   readonly audit: AuditStore;
+  /** Console users, sign-in links and sessions (src/console). */
+  readonly consoleStore: ConsoleStore;
   /** Content items read from the CMS (src/content), and what a re-read needs. */
   readonly contentStore: ContentStore;
   readonly contentDeps: ContentDeps;
@@ -255,6 +258,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     interventions,
     jobs,
     audit: new DrizzleAuditStore(database.db),
+    consoleStore: new DrizzleConsoleStore(database.db),
     recommendations,
     contentStore,
     contentDeps,

@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { adminAuditRoutes } from "../audit/routes";
 import { auditRecordOf } from "../audit/summary";
+import { adminConsoleUserRoutes } from "../console/admin-routes";
 import { adminContentRoutes } from "../content/admin-routes";
 import { adminExplainRoutes } from "../decide/explain-admin-routes";
 import type { Deps } from "../deps";
@@ -167,5 +168,6 @@ export function adminRoutes(deps: Deps) {
       .use(adminContentRoutes(deps))
       .use(adminRecommendationRoutes(deps))
       .use(adminAuditRoutes(deps))
+      .use(adminConsoleUserRoutes(deps))
   );
 }

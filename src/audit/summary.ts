@@ -46,6 +46,9 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
   },
   "POST /tenants/:tenant/sites/:site/preview-tokens": (r) =>
     `preview token until ${text(member(r.response, "expiresAt"))}`,
+  "POST /tenants/:tenant/console-users": (r) =>
+    `console user ${text(member(r.response, "user", "email"))} as ${text(member(r.response, "user", "role"))}`,
+  "DELETE /tenants/:tenant/console-users/:email": (r) => `console user ${text(member(r.response, "removed"))} removed`,
   "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.response, "organization", "slug"))}`,
 };
 

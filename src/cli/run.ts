@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { siteDocumentJsonSchema } from "../core/document";
+import { consoleUserCommand } from "./console-users";
 import { demoRequest } from "./demo-request";
 
 export interface CliIo {
@@ -43,6 +44,10 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   gifts revoke <site> <giftId> [--tenant T]
   content get <site> <id> [--tenant T]         one content item as last read from the CMS
   content stats <site> [--tenant T]            item counts and the re-read queue (depth, oldest, dead)
+  console-user add <email> --role owner|admin|viewer [--tenant T]
+                                               who may sign in to /console (docs/console.md)
+  console-user list [--tenant T]
+  console-user remove <email> [--tenant T]     (also ends their console sessions)
   audit [--site S] [--tenant T] [--limit N]    operator actions, newest first (docs/operations.md)
   explain <site> <body.json> [--preview] [--tenant T]
                               why each feature of a decide body resolves as it does (no meter
@@ -120,6 +125,7 @@ function parse(argv: string[]) {
       set: { type: "string", multiple: true },
       site: { type: "string" },
       limit: { type: "string" },
+      role: { type: "string" },
     },
   });
 }
@@ -159,6 +165,16 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
         if (error instanceof CliError) throw error;
         throw new CliError((error as Error).message);
       }
+    case "console-user add":
+    case "console-user list":
+    case "console-user remove":
+      return consoleUserCommand(
+        action,
+        rest,
+        { tenant: values.tenant ?? "default", role: values.role },
+        call,
+        (m) => new CliError(m),
+      );
     case "audit": {
       const query = new URLSearchParams();
       // A site belongs to a tenant: --site alone means the default tenant's.

@@ -1,0 +1,48 @@
+// The console's only script, bundled by Bun with htmx (src/console/assets.ts): no inline script,
+// no eval, so the Content-Security-Policy can say script-src 'self'.
+import htmx from "htmx.org";
+
+declare global {
+  interface Window {
+    htmx: typeof htmx;
+  }
+}
+window.htmx = htmx;
+
+/** Puts the keyboard focus on a page's error summary (or a freshly shown key) when there is one. */
+function focusFirst(): void {
+  const target = document.querySelector<HTMLElement>("[data-focus]");
+  if (target) target.focus();
+}
+
+document.addEventListener("DOMContentLoaded", focusFirst);
+document.body?.addEventListener("htmx:afterSettle", focusFirst);
+document.addEventListener("htmx:load", () => focusFirst());
+
+// Copy buttons: <button data-copy="#id"> copies that element's text.
+document.addEventListener("click", (event) => {
+  const button = (event.target as HTMLElement | null)?.closest<HTMLButtonElement>("button[data-copy]");
+  if (!button) return;
+  const source = document.querySelector(button.dataset.copy as string);
+  if (!source) return;
+  void navigator.clipboard?.writeText(source.textContent ?? "").then(
+    () => {
+      button.textContent = "Copied";
+    },
+    () => {
+      button.textContent = "Select and copy";
+    },
+  );
+});
+
+// A file chosen for upload fills the document textarea (the form still posts the textarea).
+document.addEventListener("change", (event) => {
+  const input = event.target as HTMLInputElement | null;
+  if (input?.type !== "file" || !input.dataset.fill) return;
+  const file = input.files?.[0];
+  const area = document.querySelector<HTMLTextAreaElement>(input.dataset.fill);
+  if (!file || !area) return;
+  void file.text().then((text) => {
+    area.value = text;
+  });
+});

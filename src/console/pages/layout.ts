@@ -1,0 +1,57 @@
+import { type Html, html } from "../html";
+import { CONSOLE_PATH, type ConsoleSession } from "../model";
+
+/** A field error at a JSON pointer or a form field name. */
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+export const hiddenCsrf = (session: { csrf: string }) =>
+  html`<input type="hidden" name="_csrf" value="${session.csrf}">`;
+
+export const href = (...parts: string[]) => `${CONSOLE_PATH}/${parts.map(encodeURIComponent).join("/")}`;
+
+/** An error summary that takes the focus when the page shows (client/console.ts). */
+export function errorSummary(title: string, errors: readonly FieldError[]): Html {
+  return html`<div class="errors" role="alert" tabindex="-1" data-focus id="errors">
+  <h2>${title}</h2>
+  <ul>${errors.map((e) => html`<li><code>${e.path || "/"}</code>: ${e.message}</li>`)}</ul>
+</div>`;
+}
+
+export function notice(text: string | Html): Html {
+  return html`<div class="notice" role="status" tabindex="-1" data-focus>${text}</div>`;
+}
+
+/** The whole page: one stylesheet and one script, both from the console itself (strict CSP). */
+export function layout(title: string, body: Html, session: ConsoleSession | null): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0}'>
+<title>${title} · svc console</title>
+<link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">
+<script src="${CONSOLE_PATH}/assets/console.js" defer></script>
+</head>
+<body hx-boost="true">
+<a class="skip" href="#main">Skip to content</a>
+<header>
+<strong>svc console</strong>
+${
+  session
+    ? html`<nav aria-label="Console"><a href="${CONSOLE_PATH}">Sites</a> · <a href="${CONSOLE_PATH}/audit">Audit log</a></nav>
+<span class="who">${session.email} (${session.role}, tenant ${session.tenantId})</span>
+<form method="post" action="${CONSOLE_PATH}/sign-out">${hiddenCsrf(session)}<button type="submit">Sign out</button></form>`
+    : ""
+}
+</header>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>`;
+}

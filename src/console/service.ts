@@ -1,0 +1,161 @@
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Deps } from "../deps";
+import { AppError } from "../http/errors";
+import { trustedLinkOrigin } from "../identity/link-origin";
+import { SignInMailLimits, tooManySignInMails } from "../identity/mail-limits";
+import { hashSecret } from "../keys/key-value";
+import {
+  CONSOLE_LINK_TTL_MS,
+  CONSOLE_PATH,
+  CONSOLE_SESSION_TTL_MS,
+  type ConsoleRole,
+  type ConsoleSession,
+  type ConsoleUser,
+  isRole,
+  normalEmail,
+} from "./model";
+
+/** What the console's services use of the process' dependencies (`consoleStore` is its own). */
+export type ConsoleDeps = Pick<
+  Deps,
+  "config" | "registry" | "outbox" | "now" | "logger" | "audit" | "consoleStore" | "siteStore" | "changes" | "keys"
+>;
+
+export const newToken = () => randomBytes(32).toString("base64url");
+
+/** The CSRF token of a console session: derived from its cookie, so nothing more is stored. */
+export function csrfOf(secret: string, sessionToken: string): string {
+  return createHmac("sha256", secret).update(`console-csrf\u0000${sessionToken}`).digest("base64url");
+}
+
+export function sameToken(a: string | null | undefined, b: string): boolean {
+  if (typeof a !== "string" || a.length !== b.length) return false;
+  return timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+const invalidEmail = () =>
+  new AppError("validation_failed", "The request failed validation.", [
+    { path: "/email", message: "must be an email address" },
+  ]);
+
+/** Adds a console user (or changes their role): the CLI's `console-user add` and the admin API. */
+export async function putConsoleUser(
+  deps: Pick<Deps, "consoleStore" | "registry">,
+  tenantId: string,
+  emailInput: unknown,
+  role: unknown,
+): Promise<ConsoleUser> {
+  if (!deps.registry.hasTenant(tenantId)) throw new AppError("not_found", "Unknown tenant.");
+  const email = normalEmail(emailInput);
+  if (email === null) throw invalidEmail();
+  if (!isRole(role)) {
+    throw new AppError("validation_failed", "The request failed validation.", [
+      { path: "/role", message: "must be owner, admin or viewer" },
+    ]);
+  }
+  return deps.consoleStore.putUser(tenantId, email, role);
+}
+
+export async function removeConsoleUser(
+  deps: Pick<Deps, "consoleStore" | "registry">,
+  tenantId: string,
+  emailInput: unknown,
+): Promise<{ removed: string }> {
+  if (!deps.registry.hasTenant(tenantId)) throw new AppError("not_found", "Unknown tenant.");
+  const email = normalEmail(emailInput);
+  if (email === null) throw invalidEmail();
+  if (!(await deps.consoleStore.removeUser(tenantId, email))) throw new AppError("not_found", "Unknown console user.");
+  return { removed: email };
+}
+
+const limitsByDeps = new WeakMap<object, SignInMailLimits>();
+function mailLimitsOf(deps: object): SignInMailLimits {
+  let limits = limitsByDeps.get(deps);
+  if (limits === undefined) {
+    limits = new SignInMailLimits();
+    limitsByDeps.set(deps, limits);
+  }
+  return limits;
+}
+
+/**
+ * Mails a console sign-in link when the address is a console user of the tenant the request's
+ * host names; says nothing either way (the page reads the same). The link's origin is one the
+ * service trusts (identity's rule, src/identity/link-origin.ts), never the caller's choice, and
+ * the identity mail limits apply (per address, per client, per tenant).
+ */
+export async function requestSignInLink(
+  deps: ConsoleDeps,
+  input: { tenantId: string; email: unknown; requestUrl: string; client: string },
+): Promise<void> {
+  const email = normalEmail(input.email);
+  if (email === null) throw invalidEmail();
+  deps.outbox.assertCanSend();
+  const origin = trustedLinkOrigin(deps.registry, deps.config.publicUrl, input.tenantId, input.requestUrl);
+  const wait = mailLimitsOf(deps).take(
+    { tenantId: input.tenantId, siteId: "\u0000console", address: email, client: input.client },
+    deps.now(),
+  );
+  if (wait > 0) throw tooManySignInMails(wait);
+  const user = await deps.consoleStore.user(input.tenantId, email);
+  if (user === null) return;
+  const token = newToken();
+  await deps.consoleStore.createToken(
+    "link",
+    hashSecret(token),
+    { tenantId: input.tenantId, email },
+    new Date(deps.now() + CONSOLE_LINK_TTL_MS),
+  );
+  await deps.outbox.enqueue({
+    tenantId: input.tenantId,
+    to: email,
+    subject: "Your console sign-in link",
+    text: `Open this link to sign in to the console (it works once, for 15 minutes):\n\n${origin}${CONSOLE_PATH}/auth?token=${token}\n\nIf you did not ask for it, ignore this message.`,
+  });
+}
+
+/** Consumes a sign-in link (once) and starts a session; the cookie value is returned once. */
+export async function consumeSignInLink(
+  deps: ConsoleDeps,
+  token: unknown,
+): Promise<{ token: string; email: string; tenantId: string }> {
+  const refused = () => new AppError("forbidden", "That sign-in link is invalid, already used or expired.");
+  if (typeof token !== "string" || token.length === 0 || token.length > 512) throw refused();
+  const owner = await deps.consoleStore.consumeLink(hashSecret(token), new Date(deps.now()));
+  if (owner === null || (await deps.consoleStore.user(owner.tenantId, owner.email)) === null) throw refused();
+  const session = newToken();
+  await deps.consoleStore.createToken(
+    "session",
+    hashSecret(session),
+    owner,
+    new Date(deps.now() + CONSOLE_SESSION_TTL_MS),
+  );
+  await deps.audit.record({
+    at: new Date(deps.now()),
+    actor: `console:${owner.email}`,
+    tenantId: owner.tenantId,
+    siteId: null,
+    action: "console sign-in",
+    target: "",
+    summary: "",
+  });
+  return { token: session, ...owner };
+}
+
+/** The signed-in console user of a session cookie, or null (unknown, expired, user removed). */
+export async function consoleSession(deps: ConsoleDeps, token: string | null): Promise<ConsoleSession | null> {
+  if (token === null || token.length === 0 || token.length > 512) return null;
+  const found = await deps.consoleStore.session(hashSecret(token), new Date(deps.now()));
+  if (found === null) return null;
+  return {
+    tenantId: found.tenantId,
+    email: found.email,
+    role: found.role as ConsoleRole,
+    csrf: csrfOf(deps.config.secret, token),
+  };
+}
+
+export async function endConsoleSession(deps: ConsoleDeps, token: string | null): Promise<void> {
+  if (token === null || token.length === 0 || token.length > 512) return;
+  await deps.consoleStore.endSession(hashSecret(token));
+}

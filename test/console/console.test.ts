@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { basicDocument } from "../fixtures/documents";
+import { consoleClient, consoleMailbox, consoleSignIn } from "../helpers/console";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+
+describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  const box = consoleMailbox();
+
+  beforeAll(async () => {
+    const db = await freshDatabase(kind);
+    drop = db.drop;
+    h = await startHarness(db, { mailTransport: box.transport });
+    await seedSite(h, "news", basicDocument());
+    for (const [email, role] of [
+      ["ada@example.com", "admin"],
+      ["vic@example.com", "viewer"],
+      ["own@example.com", "owner"],
+    ]) {
+      expect((await h.admin("POST", "/admin/tenants/default/console-users", { email, role })).status).toBe(200);
+    }
+  }, 120_000);
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  it("sends a signed-out browser to the sign-in page, with a strict CSP", async () => {
+    const client = consoleClient(h);
+    const res = await client.get("/console");
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/sign-in");
+    const page = await client.get("/console/sign-in");
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(page.headers.get("content-security-policy")).not.toContain("unsafe-inline");
+    expect(page.text).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    expect(page.text).not.toMatch(/ style=/);
+  });
+
+  it("signs in by a mailed link, once; the cookie is scoped to /console and strict", async () => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    const session = [...client.jar.keys()];
+    expect(session).toContain("svc.console_session");
+    const home = await client.get("/console");
+    expect(home.status).toBe(200);
+    expect(home.text).toContain("ada@example.com (admin, tenant default)");
+    expect(home.text).toContain("Create a site");
+    // The same link a second time: refused.
+    const link = new URL(box.lastLink("ada@example.com"));
+    const again = consoleClient(h);
+    await again.get(`${link.pathname}${link.search}`);
+    expect((await again.post("/console/auth", { token: link.searchParams.get("token") as string })).status).toBe(403);
+  });
+
+  it("mails nobody for an address that is not a console user, and the page reads the same", async () => {
+    const client = consoleClient(h);
+    await client.get("/console/sign-in");
+    const before = box.mails.length;
+    const res = await client.post("/console/sign-in", { email: "stranger@example.com" });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("If that address is a console user");
+    await h.deps.outbox.drain();
+    expect(box.mails.length).toBe(before);
+  });
+
+  it("refuses a post without the CSRF token, with another's token, or from another origin", async () => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    await client.get("/console");
+    expect((await client.post("/console/sites", { id: "x1", _csrf: "forged" })).status).toBe(403);
+    const other = await consoleSignIn(h, box, "own@example.com");
+    await other.get("/console");
+    expect((await client.post("/console/sites", { id: "x2", _csrf: other.csrf() })).status).toBe(403);
+    await client.get("/console");
+    expect((await client.post("/console/sites", { id: "x3" }, { origin: "https://evil.example" })).status).toBe(403);
+    const sites = (await (await h.admin("GET", "/admin/tenants/default/sites")).json()) as { sites: { id: string }[] };
+    expect(sites.sites.map((s) => s.id)).not.toContain("x1");
+    expect(sites.sites.map((s) => s.id)).not.toContain("x3");
+  });
+
+  it("never accepts the console cookie on the public or operator routes", async () => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    const cookie = `svc.console_session=${client.jar.get("svc.console_session")}`;
+    const session = await h.request("GET", "/v1/id/get-session", { headers: { cookie, "x-svc-site-id": "news" } });
+    expect(((await session.json()) as { user: unknown }).user).toBeNull();
+    expect((await h.request("GET", "/admin/tenants", { headers: { cookie } })).status).toBe(401);
+  });
+
+  it("issues a key that works at once, shows it once, and revokes it after a confirmation", async () => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    await client.get("/console/sites/news/keys");
+    const issued = await client.post("/console/sites/news/keys", { name: "From the console", expiresInDays: "30" });
+    expect(issued.status).toBe(201);
+    const key = issued.text.match(/<code id="new-key">([^<]+)<\/code>/)?.[1] as string;
+    expect(key).toBeTruthy();
+    const decide = () =>
+      h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+        body: { features: ["paywall"], deviceId: "d-1" },
+      });
+    expect((await decide()).status).toBe(200);
+    // Listed without its value.
+    const listing = await client.get("/console/sites/news/keys");
+    expect(listing.text).toContain("From the console");
+    expect(listing.text).not.toContain(key);
+    const keys = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
+      keys: { id: string; name: string }[];
+    };
+    const id = keys.keys.find((k) => k.name === "From the console")?.id as string;
+    const confirm = await client.get(`/console/sites/news/keys/${id}/revoke`);
+    expect(confirm.text).toContain("Revoke key From the console?");
+    expect((await client.post(`/console/sites/news/keys/${id}/revoke`)).status).toBe(200);
+    expect((await decide()).status).toBe(401);
+  });
+
+  it("checks the issue form as the admin API does, and issues nothing on a bad one", async () => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    await client.get("/console/sites/news/keys");
+    const bad = await client.post("/console/sites/news/keys", { name: "x".repeat(101), expiresInDays: "0" });
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain("<code>/name</code>");
+    expect(bad.text).toContain("<code>/expiresInDays</code>");
+    expect(bad.text).toContain('aria-invalid="true"');
+    await client.get("/console/sites/news/keys");
+    expect((await client.post("/console/sites/news/keys", { name: "nul\u0000" })).status).toBe(400);
+  });
+
+  it("shows a viewer the list without actions, and refuses a viewer's posts on the server", async () => {
+    const client = await consoleSignIn(h, box, "vic@example.com");
+    const page = await client.get("/console/sites/news/keys");
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("test key");
+    expect(page.text).not.toContain("Issue key");
+    expect(page.text).not.toContain("Revoke");
+    expect((await client.post("/console/sites/news/keys", { name: "sneaky" })).status).toBe(403);
+    await client.get("/console");
+    expect((await client.post("/console/sites/news/disable")).status).toBe(403);
+    const keys = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
+      keys: { name: string }[];
+    };
+    expect(keys.keys.map((k) => k.name)).not.toContain("sneaky");
+  });
+
+  it("records console actions in the audit log under the user's name, shown on the audit page", async () => {
+    const client = await consoleSignIn(h, box, "own@example.com");
+    await client.get("/console");
+    expect((await client.post("/console/sites", { id: "sport" })).status).toBe(201);
+    const audit = await client.get("/console/audit");
+    expect(audit.text).toContain("console:own@example.com");
+    expect(audit.text).toContain("site sport");
+    const entries = (await (await h.admin("GET", "/admin/audit?tenant=default")).json()) as {
+      entries: { actor: string; action: string }[];
+    };
+    expect(
+      entries.entries.some((e) => e.actor === "console:own@example.com" && e.action === "POST /tenants/:tenant/sites"),
+    ).toBe(true);
+  });
+
+  it("ends the session on sign-out and when the user is removed", async () => {
+    const client = await consoleSignIn(h, box, "own@example.com");
+    await client.get("/console");
+    expect((await client.post("/console/sign-out")).status).toBe(303);
+    expect((await client.get("/console")).status).toBe(303);
+    const again = await consoleSignIn(h, box, "vic@example.com");
+    expect((await again.get("/console")).status).toBe(200);
+    expect((await h.admin("DELETE", "/admin/tenants/default/console-users/vic%40example.com")).status).toBe(200);
+    expect((await again.get("/console")).status).toBe(303);
+    expect(
+      (await h.admin("POST", "/admin/tenants/default/console-users", { email: "vic@example.com", role: "viewer" }))
+        .status,
+    ).toBe(200);
+  });
+
+  it.each([
+    ["bad role", { email: "a@example.com", role: "root" }, 422],
+    ["bad address", { email: "not an address", role: "admin" }, 422],
+    ["NUL in address", { email: "a\u0000@example.com", role: "admin" }, 422],
+    ["overlong address", { email: `${"a".repeat(300)}@example.com`, role: "admin" }, 422],
+    ["no role", { email: "a@example.com" }, 422],
+    ["array body", [], 422],
+  ])("refuses a console user with %s", async (_name, body, status) => {
+    const res = await h.admin("POST", "/admin/tenants/default/console-users", body);
+    expect(res.status).toBe(status);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBeTruthy();
+  });
+
+  it("answers 404 for an unknown tenant's console users", async () => {
+    expect(
+      (await h.admin("POST", "/admin/tenants/nope/console-users", { email: "a@example.com", role: "admin" })).status,
+    ).toBe(404);
+    expect((await h.admin("GET", "/admin/tenants/nope/console-users")).status).toBe(404);
+  });
+
+  it.each([
+    ["a form in JSON", "application/json", "{}", 415],
+    ["an unreadable multipart form", "multipart/form-data; boundary=x", "garbage", 400],
+  ])("refuses %s with a page, not a 500", async (_name, type, body, status) => {
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    const res = await client.raw("POST", "/console/sites", undefined, {
+      "content-type": type,
+      "content-length": String(body.length),
+    });
+    // raw without a body: the length is a lie; the server must still answer cleanly.
+    expect([status, 400, 403, 411]).toContain(res.status);
+  });
+});
