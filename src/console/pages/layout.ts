@@ -33,6 +33,7 @@ export function layout(title: string, body: Html, session: ConsoleSession | null
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0}'>
 <title>${title} · svc console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">
 <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
 </head>
