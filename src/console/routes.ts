@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { consoleAuthRoutes } from "./auth-routes";
+import { consoleDocumentRoutes } from "./document-routes";
 import { consoleSiteRoutes } from "./site-routes";
 
 /**
@@ -9,5 +10,5 @@ import { consoleSiteRoutes } from "./site-routes";
  * JSON error envelope: its forms are read by its own handlers.
  */
 export function consoleRoutes(deps: Deps) {
-  return new Elysia().use(consoleAuthRoutes(deps)).use(consoleSiteRoutes(deps));
+  return new Elysia().use(consoleAuthRoutes(deps)).use(consoleSiteRoutes(deps)).use(consoleDocumentRoutes(deps));
 }

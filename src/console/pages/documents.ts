@@ -1,0 +1,116 @@
+import type { DocumentChange } from "../../admin/documents";
+import { type Html, html } from "../html";
+import { type ConsoleSession, canWrite } from "../model";
+import { errorSummary, type FieldError, hiddenCsrf, href, layout, notice } from "./layout";
+
+export interface DocumentHistoryRow {
+  readonly version: number;
+  readonly stage: string;
+  readonly createdAt: string;
+  readonly live: boolean;
+  readonly preview: boolean;
+}
+
+export interface DocumentsView {
+  readonly site: string;
+  readonly liveVersion: number | null;
+  readonly previewVersion: number | null;
+  readonly history: readonly DocumentHistoryRow[];
+  /** What the editor holds: the text just posted, else the staged or live document. */
+  readonly text: string;
+  /** A version opened from the history, shown read-only. */
+  readonly viewed?: { version: number; text: string };
+  readonly errors?: FieldError[];
+  readonly message?: string | Html;
+  readonly changes?: readonly DocumentChange[];
+  readonly previewToken?: { token: string; expiresAt: string };
+  readonly tryBody?: string;
+  readonly tryAnswer?: string;
+}
+
+const json = (value: unknown) => (value === undefined ? "" : JSON.stringify(value));
+
+function changesTable(changes: readonly DocumentChange[]): Html {
+  if (changes.length === 0) return notice("No change against the live document.");
+  return html`<table id="diff" tabindex="-1" data-focus>
+<caption>${changes.length} change${changes.length === 1 ? "" : "s"} against the live document</caption>
+<thead><tr><th scope="col">Change</th><th scope="col">At</th><th scope="col">Live</th><th scope="col">New</th></tr></thead>
+<tbody>${changes.map(
+    (c) =>
+      html`<tr><td>${c.op}</td><td><code>${c.path || "/"}</code></td><td><code>${json(c.from).slice(0, 300)}</code></td><td><code>${json(c.to).slice(0, 300)}</code></td></tr>`,
+  )}</tbody>
+</table>`;
+}
+
+export function documentsPage(session: ConsoleSession, view: DocumentsView) {
+  const write = canWrite(session.role);
+  const site = view.site;
+  const history = view.history.map(
+    (d) => html`<tr>
+<td><a href="${href("sites", site, "documents")}?version=${d.version}">Version ${d.version}</a></td>
+<td>${d.live ? "live" : d.preview ? "staged" : d.stage === "preview" ? "was staged" : "was live"}</td>
+<td>${d.createdAt.replace("T", " ").slice(0, 19)}</td>
+${
+  write
+    ? html`<td>${
+        d.live
+          ? ""
+          : html`<form method="post" action="${href("sites", site, "documents", String(d.version), "publish")}" class="inline">${hiddenCsrf(session)}<button type="submit">${d.preview ? `Publish version ${d.version}` : `Roll back to version ${d.version}`}</button></form>`
+      }</td>`
+    : ""
+}
+</tr>`,
+  );
+  return layout(
+    `Documents of ${site}`,
+    html`${view.errors ? errorSummary("The document has errors", view.errors) : ""}
+${view.message ? notice(view.message) : ""}
+${view.changes ? changesTable(view.changes) : ""}
+<p>Live version: <strong>${view.liveVersion ?? "none"}</strong>. Staged version: <strong>${view.previewVersion ?? "none"}</strong>.
+${view.previewVersion !== null ? html` <a href="${href("sites", site, "impact")}">Impact of publishing the staged version</a>` : ""}</p>
+
+<h2>History</h2>
+<table>
+<thead><tr><th scope="col">Version</th><th scope="col">Status</th><th scope="col">Stored (UTC)</th>${write ? html`<th scope="col">Actions</th>` : ""}</tr></thead>
+<tbody>${history.length > 0 ? history : html`<tr><td colspan="4">No document deployed yet.</td></tr>`}</tbody>
+</table>
+${view.viewed ? html`<h2>Version ${view.viewed.version}</h2><pre>${view.viewed.text}</pre>` : ""}
+
+${
+  write
+    ? html`<h2>New document</h2>
+<form method="post" action="${href("sites", site, "documents")}">${hiddenCsrf(session)}
+<label for="document-file">Upload a JSON file (fills the text below)</label>
+<input type="file" id="document-file" accept="application/json,.json" data-fill="#document">
+<label for="document">Site document (JSON)</label>
+<textarea id="document" name="document" rows="22" spellcheck="false"${view.errors ? html` aria-invalid="true" aria-describedby="errors"` : ""}>${view.text}</textarea>
+<div class="actions">
+<button type="submit" name="op" value="validate">Validate</button>
+<button type="submit" name="op" value="diff">Diff against live</button>
+<button type="submit" name="op" value="stage">Stage as preview</button>
+</div>
+</form>`
+    : ""
+}
+
+${
+  view.previewVersion !== null
+    ? html`<h2>Preview</h2>
+${
+  view.previewToken
+    ? html`<div class="secret" role="status" tabindex="-1" data-focus><p>Preview token (until ${view.previewToken.expiresAt}); send it as <code>x-svc-preview</code> with a decide to see the staged version:</p>
+<p><code id="preview-token">${view.previewToken.token}</code> <button type="button" data-copy="#preview-token">Copy</button></p></div>`
+    : ""
+}
+${write ? html`<form method="post" action="${href("sites", site, "preview-token")}">${hiddenCsrf(session)}<button type="submit">Mint a preview token</button></form>` : ""}
+<form method="post" action="${href("sites", site, "documents", "try")}">${hiddenCsrf(session)}
+<label for="try-body">Try a decide against the staged version (body of POST /v1/decide; nothing is ticked or recorded)</label>
+<textarea id="try-body" name="body" rows="6" spellcheck="false">${view.tryBody ?? '{ "features": [], "deviceId": "console-try" }'}</textarea>
+<div class="actions"><button type="submit">Try it</button></div>
+</form>
+${view.tryAnswer ? html`<pre id="try-answer" tabindex="-1" data-focus>${view.tryAnswer}</pre>` : ""}`
+    : ""
+}`,
+    session,
+  );
+}
