@@ -15,6 +15,7 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
   let server: ReturnType<typeof Bun.serve>;
   let browser: Browser;
   let origin = "";
+  let key = "";
   const box = consoleMailbox();
   const errors: string[] = [];
 
@@ -22,7 +23,7 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
     const db = await freshDatabase(kind);
     drop = db.drop;
     h = await startHarness(db, { mailTransport: box.transport });
-    await seedSite(h, "news", basicDocument());
+    ({ key } = await seedSite(h, "news", basicDocument()));
     await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" });
     await h.admin("POST", "/admin/tenants/default/console-users", { email: "vic@example.com", role: "viewer" });
     server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (request) => h.app.handle(request) });
@@ -102,6 +103,57 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
     expect(await page.getByRole("button", { name: "Issue key" }).count()).toBe(0);
     expect(await page.getByRole("link", { name: /Revoke/ }).count()).toBe(0);
     if (SHOTS) await page.screenshot({ path: `${SHOTS}/keys-viewer.png` });
+    await context.close();
+  });
+
+  it("finds an uploaded document's error at its pointer, then diffs, stages, tries, publishes and rolls back", async () => {
+    const { context, page } = await signedIn("ada@example.com");
+    await page.goto(`${origin}/console/sites/news/documents`);
+    await page.getByRole("heading", { name: "Documents of news" }).waitFor();
+    const invalid = basicDocument() as { features: { paywall: { rules: { then: string }[] } } };
+    (invalid.features.paywall.rules[0] as { then: string }).then = "nope";
+    await page.getByLabel("Upload a JSON file (fills the text below)").setInputFiles({
+      name: "site.json",
+      mimeType: "application/json",
+      buffer: Buffer.from(JSON.stringify(invalid)),
+    });
+    await page.waitForFunction(() => (document.querySelector("#document") as HTMLTextAreaElement).value.includes("nope"));
+    await page.getByRole("button", { name: "Validate" }).click();
+    await page.getByRole("alert").getByText("/features/paywall/rules/0/then").waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("errors");
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/document-error.png`, fullPage: true });
+
+    const changed = basicDocument() as { features: { teaser: { outcomes: { on: { fields: { size: string } } } } } };
+    changed.features.teaser.outcomes.on.fields.size = "small";
+    await page.getByLabel("Site document (JSON)").fill(JSON.stringify(changed, null, 2));
+    await page.getByRole("button", { name: "Diff against live" }).click();
+    await page.locator("#diff").getByText("/features/teaser/outcomes/on/fields/size").waitFor();
+    await page.getByRole("button", { name: "Stage as preview" }).click();
+    await page.getByText("Staged as version 2.").waitFor();
+
+    await page.getByLabel(/Try a decide against the staged version/).fill('{ "features": ["teaser"], "deviceId": "d-9" }');
+    await page.getByRole("button", { name: "Try it" }).click();
+    expect(await page.locator("#try-answer").textContent()).toContain('"small"');
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/documents.png`, fullPage: true });
+
+    const size = async () => {
+      const res = await h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+        body: { features: ["teaser"], deviceId: `reader-${Math.random()}` },
+      });
+      return ((await res.json()) as { teaser: { fields?: { size?: string } } }).teaser.fields?.size;
+    };
+    expect(await size()).toBe("large");
+    await page.getByRole("link", { name: "Impact of publishing the staged version" }).click();
+    await page.getByRole("heading", { name: /Impact of publishing news version 2/ }).waitFor();
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/impact.png`, fullPage: true });
+    await page.goto(`${origin}/console/sites/news/documents`);
+    await page.getByRole("button", { name: "Publish version 2" }).click();
+    await page.getByText("Version 2 is live.").waitFor();
+    expect(await size()).toBe("small");
+    await page.getByRole("button", { name: "Roll back to version 1" }).click();
+    await page.getByText("Version 1 is live.").waitFor();
+    expect(await size()).toBe("large");
     await context.close();
   });
 
