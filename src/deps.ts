@@ -15,6 +15,7 @@ import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
+import { ImpactSamples } from "./impact/samples";
 import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
@@ -95,6 +96,8 @@ export interface Deps {
   readonly newsletters: NewsletterDeps;
   /** The interventions stream's open streams and recent events (src/interventions). */
   readonly interventions: InterventionHub;
+  /** Recent decide requests, sampled in memory for impact replay before a publish (src/impact). */
+  readonly impact: ImpactSamples;
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
 }
@@ -253,6 +256,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   return {
     newsletters,
     interventions,
+    impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
     jobs,
     audit: new DrizzleAuditStore(database.db),
     recommendations,
