@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
 import { basicDocument, counterDocument } from "../fixtures/documents";
+import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
 
@@ -230,5 +231,35 @@ describe.each(storeKinds)("impact before publish (%s store)", (kind) => {
     expect(sample?.features).toEqual(["section"]);
     expect(sample?.org).toEqual({});
     expect(JSON.stringify(sample)).not.toContain("browser-1");
+  });
+
+  it("replays a seen meter as the reader read it: a lower allowance walls the third article, not a re-read", async () => {
+    h.clock.advance(1000);
+    const { key: meteredKey } = await seedSite(h, "metered", basicDocument());
+    let count = 0;
+    for (const id of ["a-1", "a-2", "a-3", "a-1"]) {
+      const answer = await decide("metered", meteredKey, {
+        features: ["paywall"],
+        deviceId: "m-1",
+        content: signedContent({ id }),
+      });
+      expect(answer.decisions.paywall.outcome).toBe("metered");
+      await settle("metered", ++count);
+    }
+    expect(held("metered").map((s) => s.meters.articles)).toEqual([
+      { allowance: 3, count: 0, seen: false },
+      { allowance: 3, count: 1, seen: false },
+      { allowance: 3, count: 2, seen: false },
+      { allowance: 3, count: 3, seen: true },
+    ]);
+    const staged = basicDocument();
+    staged.meters.articles.allowance = 2;
+    await h.admin("POST", "/admin/tenants/default/sites/metered/deploy", { document: staged, preview: true });
+    const out = await impact("metered");
+    const paywall = out.features.find((f: Json) => f.name === "paywall");
+    expect(paywall).toMatchObject({ answered: 4, changed: 1 });
+    expect(paywall.transitions).toHaveLength(1);
+    expect(paywall.transitions[0].from).toBe("metered (allow)");
+    expect(paywall.transitions[0].to).toMatch(/^wall[AB] \(deny\)$/);
   });
 });
