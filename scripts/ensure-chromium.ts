@@ -9,7 +9,11 @@ const root = typeof process.getuid === "function" && process.getuid() === 0;
 if (process.env.SVC_CHROMIUM === undefined && root && existsSync("/usr/bin/apt-get")) {
   console.log("Chromium is missing: installing Debian's chromium package for the console's browser tests");
   const run = (args: string[]) =>
-    Bun.spawnSync(args, { stdout: "inherit", stderr: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).exitCode;
+    Bun.spawnSync(args, {
+      stdout: "inherit",
+      stderr: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    }).exitCode;
   if (run(["apt-get", "install", "-y", "-qq", "chromium"]) !== 0) {
     run(["apt-get", "update", "-qq"]);
     run(["apt-get", "install", "-y", "-qq", "chromium"]);

@@ -54,6 +54,11 @@ export interface Config {
   readonly httpServer: "node" | "bun";
   /** How long a request waits for a store read before it answers 503 with Retry-After. */
   readonly readDeadlineMs: number;
+  /**
+   * About one keyed or browser decide request in this many is kept (at most 20 a second, 200 per
+   * site, in memory) for impact replay (SVC_IMPACT_SAMPLE_EVERY, default 32; 0: none).
+   */
+  readonly impactSampleEvery: number;
   /** How long a start keeps retrying an unreachable DATABASE_URL before it exits. */
   readonly startRetryMs: number;
   /** How long an organization invitation stays pending (SVC_INVITATION_TTL_DAYS, default 7). */
@@ -181,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
     runtimeThreads,
     httpServer,
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
+    impactSampleEvery: intVar(env, "SVC_IMPACT_SAMPLE_EVERY", 32, 0, 1_000_000),
     startRetryMs: intVar(env, "SVC_START_RETRY_MS", 30_000, 0, 3_600_000),
     invitationTtlDays: intVar(env, "SVC_INVITATION_TTL_DAYS", 7, 1, 365),
     metricsToken,

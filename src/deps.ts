@@ -16,6 +16,7 @@ import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
+import { ImpactSamples } from "./impact/samples";
 import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
@@ -31,7 +32,7 @@ import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
-import type { RecommendationDeps, Reply as RecommendationReply } from "./recommendations/service";
+import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
@@ -91,13 +92,16 @@ export interface Deps {
   /** Recommendations (src/recommendations): the engine's deps, the keyed mount's cache, quota counts. */
   readonly recommendations: {
     readonly deps: RecommendationDeps;
-    readonly cache: AnswerCache<RecommendationReply>;
+    /** The keyed mount's answers as JSON text (a hit serialises nothing). */
+    readonly cache: AnswerCache<string>;
     readonly usage: UsageStore;
   };
   /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
   readonly newsletters: NewsletterDeps;
   /** The interventions stream's open streams and recent events (src/interventions). */
   readonly interventions: InterventionHub;
+  /** Recent decide requests, sampled in memory for impact replay before a publish (src/impact). */
+  readonly impact: ImpactSamples;
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
 }
@@ -250,12 +254,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       now,
       timeoutMs: config.recommendationTimeoutMs,
     },
-    cache: new AnswerCache<RecommendationReply>(RECOMMENDATION_CACHE_MS, 10_000, now),
+    cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
     usage,
   };
   return {
     newsletters,
     interventions,
+    impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
     jobs,
     audit: new DrizzleAuditStore(database.db),
     consoleStore: new DrizzleConsoleStore(database.db),

@@ -89,3 +89,12 @@ export const IdentityProviderBody = t.Object(
   },
   { additionalProperties: false },
 );
+
+/** A stored version: a positive whole number, as the path gives it (up to 9 digits, an int4). */
+export const VersionParams = t.Object({
+  tenant: t.String({ minLength: 1, maxLength: 64 }),
+  site: siteId,
+  version: t.String({ pattern: "^[1-9][0-9]{0,8}$" }),
+});
+
+export const DiffBody = t.Object({ document: t.Unknown() }, { additionalProperties: false });

@@ -1,17 +1,19 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { adminAuditRoutes } from "../audit/routes";
-import { auditRecordOf } from "../audit/summary";
+import { auditRecordOf, READS_BY_POST } from "../audit/summary";
 import { adminConsoleUserRoutes } from "../console/admin-routes";
 import { adminContentRoutes } from "../content/admin-routes";
 import { adminExplainRoutes } from "../decide/explain-admin-routes";
 import type { Deps } from "../deps";
 import { adminGiftRoutes } from "../gifts/admin-routes";
 import { AppError } from "../http/errors";
+import { adminImpactRoutes } from "../impact/admin-routes";
 import { hashSecret } from "../keys/key-value";
 import { adminOrgRoutes } from "../orgs/admin-routes";
 import { adminServiceRoutes } from "../outside/admin-routes";
 import { adminRecommendationRoutes } from "../recommendations/admin-routes";
+import { adminDocumentRoutes } from "./document-routes";
 import {
   CreateSiteBody,
   CreateTenantBody,
@@ -55,6 +57,7 @@ export function adminRoutes(deps: Deps) {
       .onAfterHandle(async ({ request, route, params, responseValue, set }) => {
         if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
         if (typeof set.status === "number" && set.status >= 300) return;
+        if (READS_BY_POST.has(`${request.method} ${route.replace(/^\/admin/, "")}`)) return;
         const record = auditRecordOf(
           {
             method: request.method,
@@ -160,6 +163,8 @@ export function adminRoutes(deps: Deps) {
         }),
         { params: KeyParams },
       )
+      .use(adminDocumentRoutes(deps))
+      .use(adminImpactRoutes(deps))
       .use(adminUserRoutes(deps))
       .use(adminOrgRoutes(deps))
       .use(adminGiftRoutes(deps))

@@ -34,6 +34,10 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
   "POST /tenants/:tenant/sites": (r) => `site ${text(member(r.response, "site", "id"))}`,
   "POST /tenants/:tenant/sites/:site/deploy": (r) =>
     `${text(member(r.response, "deployment", "stage"))} version ${text(member(r.response, "deployment", "version"))}`,
+  "POST /tenants/:tenant/sites/:site/documents/:version/publish": (r) => {
+    const previous = text(member(r.response, "deployment", "previousVersion"));
+    return `live version ${text(member(r.response, "deployment", "version"))}${previous ? ` (was ${previous})` : ""}`;
+  },
   "POST /tenants/:tenant/sites/:site/keys": (r) => {
     const permissions = member(r.response, "permissions");
     const list = Array.isArray(permissions) && permissions.length > 0 ? ` [${permissions.join(", ")}]` : "";
@@ -51,6 +55,12 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
   "DELETE /tenants/:tenant/console-users/:email": (r) => `console user ${text(member(r.response, "removed"))} removed`,
   "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.response, "organization", "slug"))}`,
 };
+
+/** Routes that take a POST but change nothing (a body to read): not recorded. */
+export const READS_BY_POST: ReadonlySet<string> = new Set([
+  "POST /tenants/:tenant/sites/:site/diff",
+  "POST /tenants/:tenant/sites/:site/explain",
+]);
 
 /** The audit record of a mutating /admin request that succeeded. */
 export function auditRecordOf(r: HandledRequest, actor: string, at: Date): AuditRecord {

@@ -30,6 +30,12 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   site disable <site> [--tenant T]      (a disabled site answers 404 everywhere)
   site enable <site> [--tenant T]
   deploy <site> <file> [--preview] [--tenant T]
+  diff <site> <file> [--tenant T]                what deploying the file would change in the live document
+  documents <site> [--tenant T]                   the document history: versions, newest first, live and staged
+  publish <site> <version> [--tenant T]           make a stored version live: the staged one, or an
+                                                   earlier one to roll back
+  impact <site> [--tenant T]                      recent decide requests replayed against the staged
+                                                   document: per feature, answers that would change
   preview-token <site> [--ttl-seconds S] [--tenant T]
   keys issue <site> --name N [--expires-days D] [--permission streaming:write] [--tenant T]
   keys list <site> [--tenant T]
@@ -132,7 +138,18 @@ function parse(argv: string[]) {
 
 type Values = ReturnType<typeof parse>["values"];
 
-const ONE_WORD = new Set(["deploy", "preview-token", "schema", "demo-request", "audit", "explain"]);
+const ONE_WORD = new Set([
+  "deploy",
+  "diff",
+  "documents",
+  "publish",
+  "impact",
+  "preview-token",
+  "schema",
+  "demo-request",
+  "audit",
+  "explain",
+]);
 
 interface Output {
   json: unknown;
@@ -302,17 +319,75 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
       const site = action;
       const file = rest[0];
       if (!site || !file) throw new CliError("usage: svc deploy <site> <file> [--preview] [--tenant T]");
-      let document: unknown;
-      try {
-        document = JSON.parse(readFileSync(file, "utf8"));
-      } catch (error) {
-        throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
-      }
+      const document = readJsonFile(file);
       const out = (await call("POST", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/deploy`, {
         document,
         preview: values.preview ?? false,
       })) as { deployment: { version: number; stage: string } };
       return { json: out, text: `deployed ${site} version ${out.deployment.version} (${out.deployment.stage})` };
+    }
+    case "diff": {
+      const [site, file] = [action, rest[0]];
+      if (!site || !file) throw new CliError("usage: svc diff <site> <file> [--tenant T]");
+      const document = readJsonFile(file);
+      const out = (await call("POST", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/diff`, {
+        document,
+      })) as { live: number | null; changes: { op: string; path: string; from?: unknown; to?: unknown }[] };
+      const lines = out.changes.map((c) => {
+        const shown = (v: unknown) => JSON.stringify(v) ?? "";
+        if (c.op === "add") return `+ ${c.path || "/"} ${shown(c.to)}`;
+        if (c.op === "remove") return `- ${c.path || "/"} ${shown(c.from)}`;
+        return `~ ${c.path || "/"} ${shown(c.from)} -> ${shown(c.to)}`;
+      });
+      const head = `against live ${out.live === null ? "(none)" : `version ${out.live}`}: ${out.changes.length} change(s)`;
+      return { json: out, text: [head, ...lines].join("\n") };
+    }
+    case "documents": {
+      const site = action;
+      if (!site) throw new CliError("usage: svc documents <site> [--tenant T]");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/documents`)) as {
+        documents: { version: number; stage: string; createdAt: string; live: boolean; preview: boolean }[];
+      };
+      const lines = out.documents.map((d) =>
+        [d.version, d.stage, d.createdAt, d.live ? "live" : d.preview ? "staged" : ""].join("\t"),
+      );
+      return { json: out, text: ["VERSION\tDEPLOYED AS\tCREATED\tNOW", ...lines].join("\n") };
+    }
+    case "publish": {
+      const [site, version] = [action, rest[0]];
+      if (!site || !version) throw new CliError("usage: svc publish <site> <version> [--tenant T]");
+      const out = (await call(
+        "POST",
+        `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/documents/${encodeURIComponent(version)}/publish`,
+      )) as { deployment: { version: number; previousVersion: number | null } };
+      const was = out.deployment.previousVersion;
+      return {
+        json: out,
+        text: `published ${site} version ${out.deployment.version} (live was ${was === null ? "none" : `version ${was}`})`,
+      };
+    }
+    case "impact": {
+      const site = action;
+      if (!site) throw new CliError("usage: svc impact <site> [--tenant T]");
+      const out = (await call("GET", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/impact`)) as {
+        samples: number;
+        liveVersion: number | null;
+        stagedVersion: number | null;
+        features: {
+          name: string;
+          answered: number;
+          changed: number;
+          transitions: { from: string; to: string; count: number }[];
+        }[];
+      };
+      const lines = [
+        `${out.samples} recent request(s) replayed: live version ${out.liveVersion ?? "-"} against staged version ${out.stagedVersion ?? "-"}`,
+      ];
+      for (const f of out.features) {
+        lines.push(`${f.name}: ${f.changed} of ${f.answered} would change`);
+        for (const t of f.transitions) lines.push(`  ${t.count}\t${t.from} -> ${t.to}`);
+      }
+      return { json: out, text: lines.join("\n") };
     }
     case "preview-token": {
       const site = action;
@@ -456,6 +531,14 @@ async function dispatch(args: string[], values: Values, env: CliIo["env"]): Prom
     }
     default:
       throw new CliError(`unknown command "${args.join(" ")}"; see svc --help`);
+  }
+}
+
+function readJsonFile(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
   }
 }
 

@@ -4,9 +4,10 @@ import { diffAgainstLive, documentVersion, listDocuments, publishVersion } from 
 import { deploySite, requireSite } from "../admin/service";
 import type { CompiledSite } from "../core/compile";
 import { validateSiteDocument } from "../core/document";
+import { answerJson } from "../decide/answer-json";
 import { explainJson } from "../decide/explain";
 import { checkSubjects, DecideBody, type DecideInput } from "../decide/model";
-import { decideDepsOf } from "../decide/service";
+import { decideDepsOf, evaluateRequest } from "../decide/service";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import { servedSite } from "../http/site";
@@ -85,8 +86,10 @@ export function consoleDocumentRoutes(deps: Deps) {
           const checked = validateSiteDocument(document.value);
           if (!checked.ok) return show({ errors: checked.errors }, 422);
           if (op === "validate") return show({ message: "The document is valid." });
-          if (op === "diff") return show({ changes: (await diffAgainstLive(deps, s.tenantId, site, document.value)).changes });
-          if (op !== "stage") throw new AppError("bad_request", "Choose Validate, Diff against live or Stage as preview.");
+          if (op === "diff")
+            return show({ changes: (await diffAgainstLive(deps, s.tenantId, site, document.value)).changes });
+          if (op !== "stage")
+            throw new AppError("bad_request", "Choose Validate, Diff against live or Stage as preview.");
           const deployment = await deploySite(deps, s.tenantId, site, document.value, true);
           await audited(deps, s, {
             route: "/admin/tenants/:tenant/sites/:site/deploy",
@@ -94,7 +97,12 @@ export function consoleDocumentRoutes(deps: Deps) {
             response: { deployment },
           });
           return htmlResponse(
-            documentsPage(s, await view(s, site, { message: `Staged as version ${deployment.version}. Try it below, then publish it from the history.` })),
+            documentsPage(
+              s,
+              await view(s, site, {
+                message: `Staged as version ${deployment.version}. Try it below, then publish it from the history.`,
+              }),
+            ),
             201,
           );
         }),
@@ -120,15 +128,20 @@ export function consoleDocumentRoutes(deps: Deps) {
           }
           const decideInput = input.value as DecideInput;
           checkSubjects(decideInput);
-          const answer = await explainJson(decideDeps, {
+          const req = {
             site: served,
             document: served.preview as CompiledSite,
             preview: true,
             input: decideInput,
             userId: decideInput.userId ?? null,
             now: deps.now(),
-          });
-          return show({ tryAnswer: pretty(JSON.parse(answer)) });
+          };
+          // What decide would answer, and why, both with no effect at all (an observer that
+          // never applies the ticks: nothing counted, nothing recorded).
+          const result = await evaluateRequest(decideDeps, req, () => {});
+          const answer = answerJson(result, true, false, decideDeps.exposureSchemaJson);
+          const why = await explainJson(decideDeps, { ...req, now: deps.now() });
+          return show({ tryAnswer: pretty(JSON.parse(answer)), tryExplain: pretty(JSON.parse(why).explain) });
         }),
       NO_PARSE,
     )
@@ -143,9 +156,11 @@ export function consoleDocumentRoutes(deps: Deps) {
             await audited(deps, s, {
               route: "/admin/tenants/:tenant/sites/:site/documents/:version/publish",
               params: { tenant: s.tenantId, site, version: params.version },
-              response: published,
+              response: { deployment: published },
             });
-            return htmlResponse(documentsPage(s, await view(s, site, { message: `Version ${published.version} is live.` })));
+            return htmlResponse(
+              documentsPage(s, await view(s, site, { message: `Version ${published.version} is live.` })),
+            );
           } catch (error) {
             if (!(error instanceof AppError) || error.code !== "validation_failed") throw error;
             return htmlResponse(documentsPage(s, await view(s, site, { errors: error.details as FieldError[] })), 422);

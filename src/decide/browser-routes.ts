@@ -74,7 +74,7 @@ export function browserDecideRoutes(deps: Deps) {
         takeRate(deps.browserDecideRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
         const who = await browserIdentityOf(site.tenantId, now);
         const { document, preview } = await chooseDocument(deps, site, request.headers.get(PREVIEW_HEADER), now);
-        const answer = await decideJson(decideDeps, {
+        const req = {
           site,
           document,
           preview,
@@ -84,7 +84,9 @@ export function browserDecideRoutes(deps: Deps) {
           org: orgFacts(who),
           accessMissing: who.accessMissing,
           now,
-        });
+        };
+        const answer = await decideJson(decideDeps, req);
+        deps.impact.offer(decideDeps, req, answer);
         // The same writer as the keyed route; Elysia adds the CORS headers `browserCors` set.
         set.headers["content-type"] = "application/json";
         return answer;

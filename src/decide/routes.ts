@@ -46,6 +46,7 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
   const decideDeps = decideDepsOf(deps);
   const schema = TypeCompiler.Compile(DecideBody);
   const maxBody = deps.config.maxBodyBytes;
+  const impact = deps.impact;
   return async (request) => {
     try {
       const length = request.headers.get("content-length");
@@ -77,7 +78,10 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       const req = { site, document, preview, input, userId: input.userId ?? null, now };
       // The one check explain adds to the path: an absent member.
       const decided = input.explain === true ? explainJson(decideDeps, req) : decideJson(decideDeps, req);
-      return new Response(decided instanceof Promise ? await decided : decided, { headers: JSON_HEADERS });
+      const json = decided instanceof Promise ? await decided : decided;
+      // Answered: impact replay may keep it (a countdown here; a pick is captured later).
+      impact.offer(decideDeps, req, json);
+      return new Response(json, { headers: JSON_HEADERS });
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);
     }

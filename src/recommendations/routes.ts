@@ -20,6 +20,12 @@ function checkOrigin(site: SiteState, origin: string | null): void {
   }
 }
 
+/**
+ * A cached answer as sent: kept as its JSON text, so a hit serialises nothing and allocates only
+ * the Response (the reply was built by `recommend`, whose type is the documented schema).
+ */
+const jsonResponse = (json: string) => new Response(json, { headers: { "content-type": "application/json" } });
+
 /** The path and query as the caller sent them: one edition's renders share one cached answer. */
 function fullUrl(request: Request): string {
   const url = request.url;
@@ -38,10 +44,12 @@ export function keyedRecommendationRoutes(deps: Deps) {
     .guard({ apiKey: { siteFromKey: true } })
     .get(
       "/recommendations",
-      ({ request, query, site, apiKey }) =>
-        r.cache.get(`${apiKey.id}\u0001${site.tenantId}\u0001${site.id}\u0001${fullUrl(request)}`, () =>
-          recommend(r.deps, site, query.userId ?? query.domainUserId ?? null, query),
-        ),
+      ({ request, query, site, apiKey }): Response | Promise<Response> => {
+        const json = r.cache.get(`${apiKey.id}\u0001${site.tenantId}\u0001${site.id}\u0001${fullUrl(request)}`, () =>
+          recommend(r.deps, site, query.userId ?? query.domainUserId ?? null, query).then(JSON.stringify),
+        );
+        return typeof json === "string" ? jsonResponse(json) : json.then(jsonResponse);
+      },
       { query: RecommendationsQuery, response: { 200: RecommendationsReply } },
     );
 }

@@ -1,4 +1,4 @@
-import { and, eq, inArray, or, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
 import { withNewsletterIds } from "../newsletters/list-ids";
@@ -19,6 +19,21 @@ export interface SiteRow {
   liveVersion: number | null;
   previewVersion: number | null;
 }
+
+/** One stored version of a site's document, as the history lists it. */
+export interface DocumentVersion {
+  version: number;
+  /** How it was deployed: live, or staged as the preview. */
+  stage: "live" | "preview";
+  /** ISO 8601. */
+  createdAt: string;
+  /** Whether it is the site's live (or staged preview) document now. */
+  live: boolean;
+  preview: boolean;
+}
+
+/** Most versions a history lists (the newest). */
+export const DOCUMENT_HISTORY_LIMIT = 200;
 
 export interface SiteWithDocuments extends SiteRow {
   live: unknown | null;
@@ -125,6 +140,75 @@ export class SiteStore {
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })
         .where(and(eq(sites.tenantId, tenantId), eq(sites.id, siteId)));
       return version;
+    });
+  }
+
+  /** The site's stored versions, newest first (at most `limit`); empty for an unknown site. */
+  async listDocuments(tenantId: string, siteId: string, limit = DOCUMENT_HISTORY_LIMIT): Promise<DocumentVersion[]> {
+    const [site] = await this.db
+      .select({ liveVersion: sites.liveVersion, previewVersion: sites.previewVersion })
+      .from(sites)
+      .where(and(eq(sites.tenantId, tenantId), eq(sites.id, siteId)));
+    if (!site) return [];
+    const rows = await this.db
+      .select({ version: siteDocuments.version, stage: siteDocuments.stage, createdAt: siteDocuments.createdAt })
+      .from(siteDocuments)
+      .where(and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId)))
+      .orderBy(desc(siteDocuments.version))
+      .limit(limit);
+    return rows.map((r) => ({
+      version: r.version,
+      stage: r.stage,
+      createdAt: r.createdAt.toISOString(),
+      live: r.version === site.liveVersion,
+      preview: r.version === site.previewVersion,
+    }));
+  }
+
+  /** One stored version with its document, or null when the site has no such version. */
+  async loadDocument(
+    tenantId: string,
+    siteId: string,
+    version: number,
+  ): Promise<{ version: number; stage: "live" | "preview"; createdAt: string; document: unknown } | null> {
+    const [row] = await this.db
+      .select()
+      .from(siteDocuments)
+      .where(
+        and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId), eq(siteDocuments.version, version)),
+      );
+    if (!row) return null;
+    return { version: row.version, stage: row.stage, createdAt: row.createdAt.toISOString(), document: row.document };
+  }
+
+  /**
+   * Makes a stored version the live one (publishing the staged preview, or rolling back); false
+   * when the site has no such version. A staged preview that is the version published is no
+   * longer staged: nothing is left to preview.
+   */
+  async setLiveVersion(tenantId: string, siteId: string, version: number): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      // The site row's lock orders this with deploys (storeDocument) and other publishes.
+      await tx.execute(sql`select 1 from sites where tenant_id = ${tenantId} and id = ${siteId} for update`);
+      const [found] = await tx
+        .select({ version: siteDocuments.version })
+        .from(siteDocuments)
+        .where(
+          and(
+            eq(siteDocuments.tenantId, tenantId),
+            eq(siteDocuments.siteId, siteId),
+            eq(siteDocuments.version, version),
+          ),
+        );
+      if (!found) return false;
+      await tx
+        .update(sites)
+        .set({
+          liveVersion: version,
+          previewVersion: sql`case when ${sites.previewVersion} = ${version} then null else ${sites.previewVersion} end`,
+        })
+        .where(and(eq(sites.tenantId, tenantId), eq(sites.id, siteId)));
+      return true;
     });
   }
 

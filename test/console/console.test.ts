@@ -8,12 +8,13 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   let h: Harness;
   let drop: () => Promise<void>;
   const box = consoleMailbox();
+  let key = "";
 
   beforeAll(async () => {
     const db = await freshDatabase(kind);
     drop = db.drop;
-    h = await startHarness(db, { mailTransport: box.transport });
-    await seedSite(h, "news", basicDocument());
+    h = await startHarness(db, { mailTransport: box.transport, config: { SVC_IMPACT_SAMPLE_EVERY: "1" } });
+    ({ key } = await seedSite(h, "news", basicDocument()));
     for (const [email, role] of [
       ["ada@example.com", "admin"],
       ["vic@example.com", "viewer"],
@@ -203,5 +204,69 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     });
     // raw without a body: the length is a lie; the server must still answer cleanly.
     expect([status, 400, 403, 411]).toContain(res.status);
+  });
+
+  it("stages a document, shows its impact on sampled real requests, and publishes it", async () => {
+    for (let i = 0; i < 4; i++) {
+      const res = await h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+        body: { features: ["teaser"], deviceId: `impact-${i}` },
+      });
+      expect(res.status).toBe(200);
+    }
+    await Bun.sleep(20); // samples are captured off the request path (setImmediate)
+    const client = await consoleSignIn(h, box, "ada@example.com");
+    await client.get("/console/sites/news/documents");
+    const changed = basicDocument() as { features: { teaser: { outcomes: { on: { fields: { size: string } } } } } };
+    changed.features.teaser.outcomes.on.fields.size = "small";
+    const staged = await client.post("/console/sites/news/documents", {
+      op: "stage",
+      document: JSON.stringify(changed),
+    });
+    expect(staged.status).toBe(201);
+    const version = Number(staged.text.match(/Staged as version (\d+)/)?.[1]);
+    const impact = await client.get("/console/sites/news/impact");
+    expect(impact.status).toBe(200);
+    const row = impact.text.match(/<tr><td>teaser<\/td><td>(\d+)<\/td><td>(\d+)<\/td>/);
+    expect(row?.slice(1).map(Number)).toEqual([4, 4]);
+    await client.get("/console/sites/news/documents");
+    const published = await client.post(`/console/sites/news/documents/${version}/publish`);
+    expect(published.text).toContain(`Version ${version} is live.`);
+  });
+
+  it("refuses bad document forms with a page and changes nothing", async () => {
+    const admin = await consoleSignIn(h, box, "ada@example.com");
+    const live = async () =>
+      ((await (await h.admin("GET", "/admin/tenants/default/sites/news/documents")).json()) as { liveVersion: number })
+        .liveVersion;
+    const before = await live();
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents", { op: "stage", document: "{not json" })).status).toBe(
+      422,
+    );
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents", { op: "stage", document: "[]" })).status).toBe(422);
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents", { op: "explode", document: "{}" })).status).toBe(422);
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents/999/publish")).status).toBe(404);
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents/-1/publish")).status).toBe(404);
+    expect((await admin.get("/console/sites/news/documents?version=abc")).status).toBe(404);
+    expect((await admin.get("/console/sites/nosuch/documents")).status).toBe(404);
+    await admin.get("/console/sites/news/documents");
+    expect((await admin.post("/console/sites/news/documents/try", { body: '{"features": 5}' })).status).toBeOneOf([
+      409, 422,
+    ]);
+    expect(await live()).toBe(before);
+    const viewer = await consoleSignIn(h, box, "vic@example.com");
+    const page = await viewer.get("/console/sites/news/documents");
+    expect(page.text).not.toContain("Stage as preview");
+    expect(
+      (await viewer.post("/console/sites/news/documents", { op: "stage", document: JSON.stringify(basicDocument()) }))
+        .status,
+    ).toBe(403);
+    expect((await viewer.post("/console/sites/news/documents/1/publish")).status).toBe(403);
+    expect(await live()).toBe(before);
   });
 });

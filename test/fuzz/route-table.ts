@@ -502,6 +502,46 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
   {
     method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/documents",
+    credential: "operator",
+    params: adminSite,
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/documents/:version",
+    credential: "operator",
+    params: (w) => ({ ...adminSite(w), version: "1" }),
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/documents/:version/publish",
+    credential: "operator",
+    params: (w) => ({ ...adminSite(w), version: "1" }),
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/diff",
+    credential: "operator",
+    params: adminSite,
+    body: () => ({
+      document: {
+        schemaVersion: 1,
+        identity: { mode: "svc_only" },
+        allowedOrigins: [ORIGIN],
+        features: {
+          wall: { purpose: "decision", outcomes: { open: { type: "allow" } }, default: "open", onError: "open" },
+        },
+      },
+    }),
+  },
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/impact",
+    credential: "operator",
+    params: adminSite,
+  },
+  {
+    method: "GET",
     path: "/admin/tenants/:tenant/sites/:site/keys",
     credential: "operator",
     params: adminSite,

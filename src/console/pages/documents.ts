@@ -26,6 +26,7 @@ export interface DocumentsView {
   readonly previewToken?: { token: string; expiresAt: string };
   readonly tryBody?: string;
   readonly tryAnswer?: string;
+  readonly tryExplain?: string;
 }
 
 const json = (value: unknown) => (value === undefined ? "" : JSON.stringify(value));
@@ -108,7 +109,12 @@ ${write ? html`<form method="post" action="${href("sites", site, "preview-token"
 <textarea id="try-body" name="body" rows="6" spellcheck="false">${view.tryBody ?? '{ "features": [], "deviceId": "console-try" }'}</textarea>
 <div class="actions"><button type="submit">Try it</button></div>
 </form>
-${view.tryAnswer ? html`<pre id="try-answer" tabindex="-1" data-focus>${view.tryAnswer}</pre>` : ""}`
+${
+  view.tryAnswer
+    ? html`<h3>Answer</h3><pre id="try-answer" tabindex="-1" data-focus>${view.tryAnswer}</pre>
+<h3>Why</h3><pre id="try-explain">${view.tryExplain ?? ""}</pre>`
+    : ""
+}`
     : ""
 }`,
     session,

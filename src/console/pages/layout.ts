@@ -1,4 +1,4 @@
-import { type Html, html } from "../html";
+import { Html, html } from "../html";
 import { CONSOLE_PATH, type ConsoleSession } from "../model";
 
 /** A field error at a JSON pointer or a form field name. */
@@ -24,6 +24,25 @@ export function notice(text: string | Html): Html {
   return html`<div class="notice" role="status" tabindex="-1" data-focus>${text}</div>`;
 }
 
+/**
+ * htmx without inline styles, eval or script tags (the CSP allows none), no history snapshots
+ * (pages may show a key once), and error pages swapped in like any page: a 4xx page is the
+ * form again with its errors.
+ */
+const HTMX_CONFIG = new Html(
+  JSON.stringify({
+    includeIndicatorStyles: false,
+    allowEval: false,
+    allowScriptTags: false,
+    historyCacheSize: 0,
+    responseHandling: [
+      { code: "204", swap: false },
+      { code: "[2345]..", swap: true, error: false },
+      { code: "...", swap: true },
+    ],
+  }).replaceAll("'", "&#39;"),
+);
+
 /** The whole page: one stylesheet and one script, both from the console itself (strict CSP). */
 export function layout(title: string, body: Html, session: ConsoleSession | null): Html {
   return html`<!doctype html>
@@ -31,7 +50,7 @@ export function layout(title: string, body: Html, session: ConsoleSession | null
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyCacheSize":0}'>
+<meta name="htmx-config" content='${HTMX_CONFIG}'>
 <title>${title} · svc console</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">

@@ -1,0 +1,33 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps";
+import { diffAgainstLive, documentVersion, listDocuments, publishVersion } from "./documents";
+import { DiffBody, SiteParams, VersionParams } from "./model";
+
+/**
+ * A site's document history under /admin (docs/operations.md, "Document history"): list, read
+ * one version, publish a version (the staged preview, or an earlier one to roll back) and diff a
+ * candidate document against the live one.
+ */
+export function adminDocumentRoutes(deps: Deps) {
+  return new Elysia()
+    .get("/tenants/:tenant/sites/:site/documents", ({ params }) => listDocuments(deps, params.tenant, params.site), {
+      params: SiteParams,
+    })
+    .get(
+      "/tenants/:tenant/sites/:site/documents/:version",
+      ({ params }) => documentVersion(deps, params.tenant, params.site, Number(params.version)),
+      { params: VersionParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/documents/:version/publish",
+      async ({ params }) => ({
+        deployment: await publishVersion(deps, params.tenant, params.site, Number(params.version)),
+      }),
+      { params: VersionParams },
+    )
+    .post(
+      "/tenants/:tenant/sites/:site/diff",
+      ({ params, body }) => diffAgainstLive(deps, params.tenant, params.site, body.document),
+      { params: SiteParams, body: DiffBody },
+    );
+}
