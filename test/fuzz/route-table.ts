@@ -644,4 +644,66 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
 ]);
 
+/**
+ * The console's pages (src/console) answer HTML, errors included, and need a console session
+ * (and a CSRF token on posts), which no fuzz credential carries: fuzzed signed out, they must still
+ * answer below 500 and write nothing. test/console/console.test.ts fuzzes the forms signed in.
+ */
+const CONSOLE_PAGES: [string, string][] = [
+  ["GET", "/console/assets/console.js"],
+  ["GET", "/console/assets/console.css"],
+  ["GET", "/console/sign-in"],
+  ["POST", "/console/sign-in"],
+  ["GET", "/console/auth"],
+  ["POST", "/console/auth"],
+  ["POST", "/console/sign-out"],
+  ["GET", "/console"],
+  ["GET", "/console/"],
+  ["POST", "/console/sites"],
+  ["POST", "/console/sites/:site/:toggle"],
+  ["GET", "/console/sites/:site/keys"],
+  ["POST", "/console/sites/:site/keys"],
+  ["GET", "/console/sites/:site/keys/:keyId/revoke"],
+  ["POST", "/console/sites/:site/keys/:keyId/revoke"],
+  ["GET", "/console/audit"],
+  ["GET", "/console/sites/:site"],
+  ["GET", "/console/sites/:site/documents"],
+  ["POST", "/console/sites/:site/documents"],
+  ["POST", "/console/sites/:site/documents/try"],
+  ["POST", "/console/sites/:site/documents/:version/publish"],
+  ["POST", "/console/sites/:site/preview-token"],
+  ["GET", "/console/sites/:site/impact"],
+];
+ROUTES.push(
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/console-users",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant }),
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/console-users",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant }),
+    body: () => ({ email: "fuzz-console@example.com", role: "viewer" }),
+  },
+  {
+    method: "DELETE",
+    path: "/admin/tenants/:tenant/console-users/:email",
+    credential: "operator",
+    params: (w) => ({ tenant: w.admin.tenant, email: "fuzz-console@example.com" }),
+  },
+);
+const CONSOLE_STATUSES = [200, 303, 304, 400, 401, 403, 404, 405, 411, 413, 415, 422, 429];
+ROUTES.push(
+  ...CONSOLE_PAGES.map(([method, path]) => ({
+    method,
+    path,
+    credential: "none" as const,
+    params: (w: World) => ({ site: "news", toggle: "disable", keyId: w.admin.keyId, version: "1" }),
+    nonJson: CONSOLE_STATUSES,
+  })),
+);
+
 export const routeName = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
