@@ -296,8 +296,8 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
           const res = await client.post(path, fields);
           expect(res.status).toBeLessThan(500);
           // A NUL in the URL is refused by the app before any route (400 in the JSON envelope).
-        if (path.includes("%00")) expect(res.status).toBe(400);
-        else expect(res.headers.get("content-type")).toStartWith("text/html");
+          if (path.includes("%00")) expect(res.status).toBe(400);
+          else expect(res.headers.get("content-type")).toStartWith("text/html");
         },
       ),
       { numRuns: 60, seed: 26 },
