@@ -1,6 +1,6 @@
 import type { DocumentChange } from "../../admin/documents";
 import { type Html, html } from "../html";
-import { type ConsoleSession, canWrite } from "../model";
+import { CONSOLE_PATH, type ConsoleSession, canWrite } from "../model";
 import { errorSummary, type FieldError, hiddenCsrf, href, layout, notice } from "./layout";
 
 export interface DocumentHistoryRow {
@@ -68,7 +68,8 @@ ${
 ${view.message ? notice(view.message) : ""}
 ${view.changes ? changesTable(view.changes) : ""}
 <p>Live version: <strong>${view.liveVersion ?? "none"}</strong>. Staged version: <strong>${view.previewVersion ?? "none"}</strong>.
-${view.previewVersion !== null ? html` <a href="${href("sites", site, "impact")}">Impact of publishing the staged version</a>` : ""}</p>
+${view.previewVersion !== null ? html` <a href="${href("sites", site, "impact")}">Impact of publishing the staged version</a>` : ""}
+<a href="${CONSOLE_PATH}/audit?site=${encodeURIComponent(site)}">Audit log of ${site}</a></p>
 
 <h2>History</h2>
 <table>
