@@ -115,6 +115,8 @@ const CLAIM_AHEAD_FROM = 8 * MAX_CHUNK;
  * (slow start), so a process that serves a key only now and then holds little of it.
  */
 export const FIRST_CHUNK = 8;
+/** A claim asks for at most this fraction of what the process will need until the window ends. */
+const DEMAND_SHARE = 2;
 /** How often idle quota is handed back and refusing windows look again (`QuotaLeases.settle`). */
 export const SETTLE_MS = 500;
 
@@ -192,7 +194,7 @@ export class QuotaLeases implements KeyedRate {
    */
   private async waitForClaim(key: string, lease: Lease, window: number, nowMs: number): Promise<number> {
     for (;;) {
-      await (lease.claiming ?? this.claim(key, lease, window));
+      await (lease.claiming ?? this.claim(key, lease, window, Math.max(1, this.chunkFor(lease, window, nowMs))));
       const answer = this.spend(key, lease, window, nowMs);
       if (answer !== null) return answer;
     }
@@ -210,14 +212,17 @@ export class QuotaLeases implements KeyedRate {
       lease.left -= 1;
       lease.admitted += 1;
       // Claim ahead only while the window has plenty left: near its end a claim ahead is what
-      // strands quota in a process that may get no more requests while another runs out.
+      // strands quota in a process that may get no more requests while another runs out. Nor
+      // when what is held covers what this process will need until the window ends.
       if (
         !lease.exhausted &&
         lease.claiming === null &&
         this.limit - lease.used >= CLAIM_AHEAD_FROM &&
         lease.left * 2 < lease.chunk
-      )
-        void this.claim(key, lease, window);
+      ) {
+        const want = this.chunkFor(lease, window, nowMs);
+        if (want > 0) void this.claim(key, lease, window, want);
+      }
       return 0;
     }
     // Refused in memory, unless a settle is handing back this lease's quota: wait for it.
@@ -225,15 +230,23 @@ export class QuotaLeases implements KeyedRate {
     return null;
   }
 
-  /** The next claim: twice the last (slow start), at most MAX_CHUNK and a sixteenth of what is left. */
-  private chunkFor(lease: Lease): number {
+  /**
+   * The next claim (0 or less: what is held is enough): twice the last (slow start), at most
+   * MAX_CHUNK, a sixteenth of what the window has left, and half of what this process will need
+   * until the window ends beyond what it holds, at its own rate in the window so far (the
+   * waiting request counted). So the chunk shrinks with the window's remaining time as well as
+   * its remaining quota, and a process serving a key slowly never holds more than it can spend.
+   */
+  private chunkFor(lease: Lease, window: number, nowMs: number): number {
     const next = lease.chunk === 0 ? FIRST_CHUNK : Math.min(MAX_CHUNK, lease.chunk * 2);
-    return Math.max(1, Math.min(next, Math.floor((this.limit - lease.used) / REMAINDER_SHARE)));
+    const share = Math.max(1, Math.floor((this.limit - lease.used) / REMAINDER_SHARE));
+    const start = window * this.windowMs;
+    const need = ((lease.admitted + 1) * (start + this.windowMs - nowMs)) / Math.max(1, nowMs - start);
+    return Math.min(next, share, Math.ceil(need / DEMAND_SHARE) - lease.left);
   }
 
-  private claim(key: string, lease: Lease, window: number): Promise<void> {
+  private claim(key: string, lease: Lease, window: number, want: number): Promise<void> {
     this.claims += 1;
-    const want = this.chunkFor(lease);
     // A chunk shrunk by the window's remainder grows again from there (by doubling), not from
     // the largest asked so far.
     lease.chunk = want;
@@ -291,7 +304,11 @@ export class QuotaLeases implements KeyedRate {
         if (!busy) idle.push([key, lease, lease.left]);
       } else if (lease.exhausted) refusing.push([key, lease]);
     }
-    if (idle.length === 0 && refusing.length === 0) return Promise.resolve();
+    if (idle.length === 0 && refusing.length === 0) {
+      // Leases in use still hold quota: look again in SETTLE_MS.
+      this.armSettle();
+      return Promise.resolve();
+    }
     this.settles += 1;
     // Held back while the statement runs: a request meanwhile waits for it as for a claim.
     for (const [, lease, n] of idle) lease.left -= n;

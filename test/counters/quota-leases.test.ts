@@ -156,25 +156,30 @@ describe("a hung lease store", () => {
 });
 
 /**
- * The bench's over-limit key as its open-loop sender spreads it over two processes: 3,000
- * requests evenly over one window, each on the connection freed last, so nearly all reach one
- * process and the other gets one now and then (here every 400th: one each 1.3 s). Requests are
- * answered one after another on a manual clock; every SETTLE_MS of it both processes settle, as
- * their timers would. Answers the admitted count and the 429s answered before the 2,000th
- * admission (refused while quota was left in the other process).
+ * One key offered `offered` requests evenly over one window and split over two processes as
+ * `quietGets` says: the bench's open-loop sender writes each request on the connection freed
+ * last, so nearly all reach one process and the other gets one now and then (every 400th: one
+ * each 1.3 s at 3,000 a window). Requests are answered one after another on a manual clock;
+ * every SETTLE_MS of it both processes settle, as their timers would. Answers the admitted count
+ * and the 429s answered before the 2,000th admission (refused while quota was left elsewhere).
  */
-async function overLimitLikeTheBench(busy: QuotaLeases, quiet: QuotaLeases) {
+async function offerSplit(
+  busy: QuotaLeases,
+  quiet: QuotaLeases,
+  offered = 3_000,
+  quietGets = (i: number) => i % 400 === 399,
+) {
   const start = Math.ceil(T0 / WINDOW_MS) * WINDOW_MS;
   let admitted = 0;
   let refusedEarly = 0;
-  let nextSettle = start + 500;
-  for (let i = 0; i < 3_000; i++) {
-    const at = start + Math.floor((i * WINDOW_MS) / 3_000);
+  let nextSettle = start + SETTLE_MS;
+  for (let i = 0; i < offered; i++) {
+    const at = start + Math.floor((i * WINDOW_MS) / offered);
     while (at >= nextSettle) {
       await Promise.all([busy.settle(), quiet.settle()]);
-      nextSettle += 500;
+      nextSettle += SETTLE_MS;
     }
-    const answered = await answer((i % 400 === 399 ? quiet : busy).take("over", at));
+    const answered = await answer((quietGets(i) ? quiet : busy).take("over", at));
     if (answered === 0) admitted += 1;
     else if (admitted < LIMIT) refusedEarly += 1;
   }
@@ -248,11 +253,45 @@ describe("quota held by a process that gets no more requests", () => {
     expect(store.claims).toBe(2);
   });
 
+  it("settles on its own timer while a lease holds quota or refuses, until the quota is spent", async () => {
+    const store = new MemoryLeaseStore();
+    const a = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 20);
+    const b = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 20);
+    try {
+      expect(await answer(b.take("k", T0))).toBe(0); // in use at b's first settle: it must look again
+      while ((await answer(a.take("k", T0))) === 0);
+      let admitted = 0;
+      for (let i = 0; i < 100 && admitted < FIRST_CHUNK - 1; i++) {
+        await Bun.sleep(5);
+        if ((await answer(a.take("k", T0 + 1_000))) === 0) admitted += 1;
+      }
+      expect(admitted).toBe(FIRST_CHUNK - 1);
+      expect(b.returned).toBe(FIRST_CHUNK - 1);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  it.each([
+    ["alternately", (i: number) => i % 2 === 1],
+    ["one in four to the quiet one", (i: number) => i % 4 === 3],
+    ["one in ten", (i: number) => i % 10 === 9],
+    ["one in 400", (i: number) => i % 400 === 399],
+  ])("refuses none of a key offered exactly its limit, split %s", async (_, quietGets) => {
+    const store = new MemoryLeaseStore();
+    const a = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 0);
+    const b = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 0);
+    // Chunks shrink with the window's remaining time: the quiet process never holds more than
+    // it will spend before the window ends (before, one in ten admitted 1,924).
+    expect((await offerSplit(a, b, LIMIT, quietGets)).admitted).toBe(LIMIT);
+  });
+
   it("admits exactly the limit for the bench's over-limit key over two processes (memory store)", async () => {
     const store = new MemoryLeaseStore();
     const a = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 0);
     const b = new QuotaLeases(LIMIT, WINDOW_MS, store, memoryLogger(), 1_000, 0);
-    const { admitted, refusedEarly } = await overLimitLikeTheBench(a, b);
+    const { admitted, refusedEarly } = await offerSplit(a, b);
     expect(admitted).toBe(LIMIT);
     // The quiet process hands back at the second settle after the window fills (the first may
     // find it in use), and the busy one sees it at the next: three settles of refusals at most.
@@ -269,7 +308,7 @@ describe.if(Boolean(process.env.DATABASE_URL))("quota leases of two processes on
     try {
       const a = new QuotaLeases(LIMIT, WINDOW_MS, new DrizzleLeaseStore(db.db), memoryLogger(), 5_000, 0);
       const b = new QuotaLeases(LIMIT, WINDOW_MS, new DrizzleLeaseStore(other.db), memoryLogger(), 5_000, 0);
-      const { admitted } = await overLimitLikeTheBench(a, b);
+      const { admitted } = await offerSplit(a, b);
       expect(admitted).toBe(LIMIT);
       expect(b.returned).toBeGreaterThan(0);
       // Settles cost at most one statement pair per process and SETTLE_MS, only while needed.
