@@ -294,6 +294,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             new DrizzleLeaseStore(database.db),
             logger,
             config.readDeadlineMs,
+            { now },
           )
         : new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),

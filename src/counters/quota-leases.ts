@@ -17,14 +17,16 @@ export interface LeaseStore {
   /** Claims up to `want` of a key's window, never past `limit` in all (one statement). */
   claim(key: string, window: number, want: number, limit: number): Promise<Claim>;
   /**
-   * Hands back `amounts[i]` of `keys[i]`'s window, only where the window is claimed to its limit
-   * (another process may be refusing). Answers each key handed back with what is claimed after.
+   * Hands back `amounts[i]` of `keys[i]`'s window where the window is claimed to its limit
+   * (another process may be refusing), or anyway when `always`. Answers each key handed back
+   * with what is claimed after.
    */
   release(
     window: number,
     keys: readonly string[],
     amounts: readonly number[],
     limit: number,
+    always: boolean,
   ): Promise<Map<string, number>>;
   /** What every process together has claimed of these keys' windows (a key never claimed: absent). */
   usage(window: number, keys: readonly string[]): Promise<Map<string, number>>;
@@ -60,12 +62,13 @@ export class DrizzleLeaseStore implements LeaseStore {
     keys: readonly string[],
     amounts: readonly number[],
     limit: number,
+    always: boolean,
   ): Promise<Map<string, number>> {
     return usedByKey(
       rowsOf(
         await this.db.execute(sql`update rate_leases as r set used = r.used - v.n
           from unnest(${sql.param(keys)}::text[], ${sql.param(amounts)}::int[]) as v(key_id, n)
-          where r.key_id = v.key_id and r.window_start = ${window} and r.used >= ${limit}
+          where r.key_id = v.key_id and r.window_start = ${window} and (${always} or r.used >= ${limit})
           returning r.key_id, r.used`),
       ),
     );
@@ -115,6 +118,8 @@ const CLAIM_AHEAD_FROM = 8 * MAX_CHUNK;
  * (slow start), so a process that serves a key only now and then holds little of it.
  */
 export const FIRST_CHUNK = 8;
+/** The end of a window in which idle quota is handed back whether or not the window is full. */
+export const ENDGAME_MS = 2_000;
 /** A claim asks for at most this fraction of what the process will need until the window ends. */
 const DEMAND_SHARE = 2;
 /** How often idle quota is handed back and refusing windows look again (`QuotaLeases.settle`). */
@@ -124,19 +129,20 @@ export const SETTLE_MS = 500;
  * Keyed rate windows exact across processes and hosts on one Postgres (DESIGN.md's scale-out
  * path). A process claims a chunk of a key's window and spends it in memory; while the window has
  * plenty left it claims the next chunk in the background when half the last one is left, so a
- * request rarely waits for a claim. A chunk is at most a sixteenth of what the window has left
- * (and at most MAX_CHUNK), and near the window's end claims are made only for waiting requests,
- * so the chunks shrink towards one. A process' first chunk of a key is FIRST_CHUNK, each next one
- * twice the last: a process that serves the key only now and then (a load balancer that prefers
- * another process) claims little. Nothing is ever admitted past the limit: the sum of every claim
- * is capped by the upsert. A window claimed to its limit is refused in memory (Retry-After to the
- * second) until it ends or quota comes back:
+ * request rarely waits for a claim. Nothing is ever admitted past the limit: the sum of every
+ * claim is capped by the upsert. A window claimed to its limit is refused in memory (Retry-After
+ * to the second) until it ends or quota comes back.
  *
- * Quota held by a process that gets no more requests for the key would be stranded while another
- * refuses (a false 429, and fewer than the limit admitted). So every SETTLE_MS (`settle`), a
- * process hands back what it holds of each key it got no request for since the last settle, where
- * the window is claimed to its limit (one statement for all such keys); and looks again at the
- * windows it refuses from memory (one statement), claiming again once some came back.
+ * What a process holds and does not spend before the window ends is refused to the others (a
+ * false 429, and fewer than the limit admitted), so chunks stay small where that could happen: a
+ * process' first chunk of a key is FIRST_CHUNK and each next one twice the last, at most
+ * MAX_CHUNK, a sixteenth of what the window has left, and half of what this process will need
+ * until the window ends at its own rate (the chunk shrinks with the window's remaining time);
+ * near the window's end claims are made only for waiting requests. And every SETTLE_MS
+ * (`settle`) a process hands back what it holds of each key it got no request for since the last
+ * settle, where the window is claimed to its limit or in the window's last ENDGAME_MS (one
+ * statement for all such keys); and looks again at the windows it refuses from memory (one
+ * statement), claiming again once some came back.
  *
  * When a claim fails or takes longer than the read deadline (the store is down or hung), that key's window falls back to a count of this process'
  * own, as if it served alone, so an outage degrades to per-process windows instead of refusing
@@ -155,6 +161,8 @@ export class QuotaLeases implements KeyedRate {
   private settleTimer: ReturnType<typeof setTimeout> | null = null;
   private settling: Promise<void> | null = null;
   private stopped = false;
+  private readonly settleMs: number;
+  private readonly now: () => number;
 
   constructor(
     readonly limit: number,
@@ -163,9 +171,16 @@ export class QuotaLeases implements KeyedRate {
     private readonly logger: Logger,
     /** A claim slower than this counts as failed (a hung store must not hold keyed decide). */
     private readonly claimDeadlineMs = 1_000,
-    /** How often `settle` runs while a lease holds quota or refuses; 0: only when called (tests). */
-    private readonly settleMs = SETTLE_MS,
-  ) {}
+    options: {
+      /** How often `settle` runs while a lease holds quota or refuses; 0: only when called (tests). */
+      settleMs?: number;
+      /** The clock `settle` reads (the one `take` is given). */
+      now?: () => number;
+    } = {},
+  ) {
+    this.settleMs = options.settleMs ?? SETTLE_MS;
+    this.now = options.now ?? Date.now;
+  }
 
   take(key: string, nowMs: number): number | Promise<number> {
     const window = Math.floor(nowMs / this.windowMs);
@@ -291,9 +306,12 @@ export class QuotaLeases implements KeyedRate {
    * keys; none when no lease holds quota or refuses. Bounded by the claims' deadline; when it
    * fails, the quota offered back is given up (it may have been taken back).
    */
-  settle(): Promise<void> {
+  settle(nowMs = this.now()): Promise<void> {
     if (this.settling !== null) return this.settling;
     const window = this.currentWindow;
+    // In the window's last ENDGAME_MS an idle lease hands its quota back even while the window is
+    // not full: whoever still gets requests claims it, before it is too late to hand back.
+    const endgame = nowMs >= (window + 1) * this.windowMs - ENDGAME_MS;
     const idle: [string, Lease, number][] = [];
     const refusing: [string, Lease][] = [];
     for (const [key, lease] of this.leases) {
@@ -321,6 +339,7 @@ export class QuotaLeases implements KeyedRate {
               idle.map(([key]) => key),
               idle.map(([, , n]) => n),
               this.limit,
+              endgame,
             ),
         refusing.length === 0
           ? new Map<string, number>()
@@ -425,6 +444,7 @@ export class MemoryLeaseStore implements LeaseStore {
     keys: readonly string[],
     amounts: readonly number[],
     limit: number,
+    always: boolean,
   ): Promise<Map<string, number>> {
     await Promise.resolve();
     if (this.failing) throw new Error("store unavailable");
@@ -432,7 +452,7 @@ export class MemoryLeaseStore implements LeaseStore {
     keys.forEach((key, i) => {
       const id = `${key}\u0000${window}`;
       const used = this.rows.get(id);
-      if (used === undefined || used < limit) return;
+      if (used === undefined || (!always && used < limit)) return;
       this.rows.set(id, used - (amounts[i] as number));
       out.set(key, used - (amounts[i] as number));
     });
