@@ -6,7 +6,7 @@ import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
 import { type ContentStore, DrizzleContentStore } from "./content/store";
 import { Flusher } from "./counters/flusher";
-import { MeterCounters } from "./counters/meter-counters";
+import { MeterCounters, type MeterStore } from "./counters/meter-counters";
 import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota-leases";
 import { RateWindows } from "./counters/rate-windows";
 import { GiftLedger } from "./gifts/ledger";
@@ -117,6 +117,8 @@ export interface DepsOverrides {
   readonly mailTransport?: MailTransport;
   /** Where `env:NAME` references in outside-service settings resolve (default: process.env). */
   readonly serviceEnv?: Readonly<Record<string, string | undefined>>;
+  /** The meters' store (tests wrap the drizzle one to force what other processes would cause). */
+  readonly meterStore?: MeterStore;
 }
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
@@ -130,7 +132,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const keyUsage = new KeyUsage(keyStore);
   // The embedded store has one writer (this process holds the data folder), so the counters
   // may know which keys exist and skip reads for first-seen subjects.
-  const meters = new MeterCounters(database.db, {
+  const meters = new MeterCounters(overrides.meterStore ?? database.db, {
     maxEntries: config.meterEntries,
     exclusiveWriter: database.kind === "embedded",
     // Other processes (workers, hosts) may serve the same readers on a Postgres server.
@@ -301,6 +303,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             new DrizzleLeaseStore(database.db),
             logger,
             config.readDeadlineMs,
+            { now },
           )
         : new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
@@ -326,6 +329,7 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.lifecycle.started = false;
   deps.interventions.closeAll();
   deps.flusher.stop();
+  if (deps.keyedDecideRate instanceof QuotaLeases) await deps.keyedDecideRate.stop();
   await deps.outbox.stop();
   await deps.jobs.stop();
   await deps.changes.stop();

@@ -330,8 +330,9 @@ function withFacts(
     const read = held as MeterSlot[];
     const who = subject as string;
     const ms = deps.readDeadlineMs;
+    const admissionRounds = deps.meters.exactSeen ? ADMISSION_ROUNDS : NO_ADMISSIONS;
     return withinDeadline(Promise.all(misses), ms).then(() =>
-      afterReads(req, traits, grants, streaming, who, read, effects, READ_ROUNDS - 1, ms, gift, ADMISSION_ROUNDS),
+      afterReads(req, traits, grants, streaming, who, read, effects, READ_ROUNDS - 1, ms, gift, admissionRounds),
     );
   }
   return evaluateHeld(
@@ -345,7 +346,7 @@ function withFacts(
     effects,
     gift,
     deps.readDeadlineMs,
-    ADMISSION_ROUNDS,
+    deps.meters.exactSeen ? ADMISSION_ROUNDS : NO_ADMISSIONS,
   );
 }
 
@@ -396,6 +397,7 @@ function evaluateHeld(
   effects: Effects,
   gift: Gift,
   deadlineMs: number,
+  /** Admission rounds left (ADMISSION_ROUNDS at first), or NO_ADMISSIONS on the embedded store. */
   admissionRounds: number,
 ): BatchResult | Promise<BatchResult> {
   const { document, input } = req;
@@ -439,6 +441,7 @@ function evaluateHeld(
 
   const result = evaluateBatch(document, input.features, snapshot);
   if (
+    admissionRounds !== NO_ADMISSIONS &&
     (effects === true || (effects !== false && effects.ticking === true)) &&
     held !== null &&
     found !== null &&
@@ -466,7 +469,12 @@ function evaluateHeld(
  * How many times a request evaluates again after the store refused a seen meter's new member
  * (another process filled the reader's allowance meanwhile) before it answers 503.
  */
-const ADMISSION_ROUNDS = 2;
+export const ADMISSION_ROUNDS = 2;
+/**
+ * In place of the rounds left: the store never admits (`MeterCounters.exactSeen` is false: the
+ * embedded store, one process), so a ticking request skips the admission check entirely.
+ */
+const NO_ADMISSIONS = -1;
 // The admission is a write: past the deadline it may still commit, and the retry finds the
 // article admitted (`member`) and counts it once.
 

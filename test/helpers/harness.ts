@@ -1,6 +1,7 @@
 import type { Database } from "../../db/client";
 import { createApp } from "../../src/app";
 import { type Config, loadConfig } from "../../src/config";
+import type { MeterStore } from "../../src/counters/meter-counters";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
 import { createLogger, type Logger } from "../../src/logger";
 import type { MailTransport } from "../../src/mail/outbox";
@@ -66,6 +67,8 @@ export async function startHarness(
     mailTransport?: MailTransport;
     /** Where `env:NAME` references in outside-service settings resolve. */
     serviceEnv?: Record<string, string | undefined>;
+    /** The meters' store, when a test wraps the drizzle one. */
+    meterStore?: MeterStore;
   } = {},
 ): Promise<Harness> {
   const clock = manualClock();
@@ -77,6 +80,7 @@ export async function startHarness(
     pollMs: 50,
     mailTransport: options.mailTransport,
     serviceEnv: options.serviceEnv ?? {},
+    meterStore: options.meterStore,
   });
   await startDeps(deps);
   const app = createApp(deps);
