@@ -78,3 +78,25 @@ export async function runRecommendationCache(o: {
     engine.stop(true);
   }
 }
+
+/**
+ * On its own: `npx bun bench/recommendations.ts [clients] [seconds] [rounds]`, against a fresh
+ * embedded server with the bench site; prints one JSON line per round.
+ */
+if (import.meta.main) {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { startDecideServer } = await import("./server");
+  const { setupSite } = await import("./workload");
+  const [clients = 4, seconds = 5, rounds = 3] = process.argv.slice(2).map(Number);
+  const server = await startDecideServer({ label: "recommendations" });
+  try {
+    await setupSite(server, mkdtempSync(join(tmpdir(), "svc-bench-rec-")));
+    for (let i = 0; i < rounds; i++) {
+      console.log(JSON.stringify(await runRecommendationCache({ server, clients, durationS: seconds })));
+    }
+  } finally {
+    await server.stop();
+  }
+}
