@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { adminAuditRoutes } from "../audit/routes";
-import { auditRecordOf, READS_BY_POST } from "../audit/summary";
+import { auditRecordOf, READS_BY_POST, recordAudit } from "../audit/summary";
 import { adminConsoleUserRoutes } from "../console/admin-routes";
 import { adminContentRoutes } from "../content/admin-routes";
 import { adminExplainRoutes } from "../decide/explain-admin-routes";
@@ -68,16 +68,7 @@ export function adminRoutes(deps: Deps) {
           "operator",
           new Date(deps.now()),
         );
-        try {
-          await deps.audit.record(record);
-        } catch (error) {
-          // The action itself is done: it is answered, and the missing entry is logged (no values).
-          deps.logger.error("audit entry not recorded", {
-            action: record.action,
-            target: record.target,
-            code: (error as { code?: string }).code ?? "unknown",
-          });
-        }
+        await recordAudit(deps, record);
       })
       .get("/tenants", async () => ({ tenants: await deps.siteStore.listTenants() }))
       .post(

@@ -1,3 +1,4 @@
+import type { Logger } from "../logger";
 import type { AuditRecord } from "./model";
 
 /**
@@ -83,4 +84,23 @@ export function auditRecordOf(r: HandledRequest, actor: string, at: Date): Audit
     target,
     summary: (summarise ? summarise(r) : "").slice(0, 500),
   };
+}
+
+/**
+ * Writes an audit entry. The action itself is already done (and answered): a failed write is
+ * logged (action and target, never values), not thrown.
+ */
+export async function recordAudit(
+  deps: { readonly audit: { record(entry: AuditRecord): Promise<void> }; readonly logger: Logger },
+  record: AuditRecord,
+): Promise<void> {
+  try {
+    await deps.audit.record(record);
+  } catch (error) {
+    deps.logger.error("audit entry not recorded", {
+      action: record.action,
+      target: record.target,
+      code: (error as { code?: string }).code ?? "unknown",
+    });
+  }
 }

@@ -1,4 +1,4 @@
-import { auditRecordOf } from "../audit/summary";
+import { auditRecordOf, recordAudit } from "../audit/summary";
 import { AppError, statusOf } from "../http/errors";
 import { readCookie } from "../identity/cookies";
 import { FormError, formOf, htmlResponse, redirect, requestOrigin } from "./http";
@@ -80,13 +80,5 @@ export async function audited(
     `console:${session.email}`,
     new Date(deps.now()),
   );
-  try {
-    await deps.audit.record(record);
-  } catch (error) {
-    deps.logger.error("audit entry not recorded", {
-      action: record.action,
-      target: record.target,
-      code: (error as { code?: string }).code ?? "unknown",
-    });
-  }
+  await recordAudit(deps, record);
 }

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { recordAudit } from "../audit/summary";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import { trustedLinkOrigin } from "../identity/link-origin";
@@ -130,7 +131,7 @@ export async function consumeSignInLink(
     owner,
     new Date(deps.now() + CONSOLE_SESSION_TTL_MS),
   );
-  await deps.audit.record({
+  await recordAudit(deps, {
     at: new Date(deps.now()),
     actor: `console:${owner.email}`,
     tenantId: owner.tenantId,
