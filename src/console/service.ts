@@ -123,6 +123,8 @@ export async function consumeSignInLink(
   const refused = () => new AppError("forbidden", "That sign-in link is invalid, already used or expired.");
   if (typeof token !== "string" || token.length === 0 || token.length > 512) throw refused();
   const owner = await deps.consoleStore.consumeLink(hashSecret(token), new Date(deps.now()));
+  // Spent links and ended sessions go with each sign-in: the table stays the size of what is live.
+  await deps.consoleStore.sweep(new Date(deps.now()));
   if (owner === null || (await deps.consoleStore.user(owner.tenantId, owner.email)) === null) throw refused();
   const session = newToken();
   await deps.consoleStore.createToken(
