@@ -3,7 +3,7 @@ import { recordAudit } from "../audit/summary";
 import type { Deps } from "../deps";
 import { AppError } from "../http/errors";
 import { trustedLinkOrigin } from "../identity/link-origin";
-import { SignInMailLimits, tooManySignInMails } from "../identity/mail-limits";
+import { signInMailLimitsOf, tooManySignInMails } from "../identity/mail-limits";
 import { hashSecret } from "../keys/key-value";
 import {
   CONSOLE_LINK_TTL_MS,
@@ -19,7 +19,17 @@ import {
 /** What the console's services use of the process' dependencies (`consoleStore` is its own). */
 export type ConsoleDeps = Pick<
   Deps,
-  "config" | "registry" | "outbox" | "now" | "logger" | "audit" | "consoleStore" | "siteStore" | "changes" | "keys"
+  | "config"
+  | "registry"
+  | "outbox"
+  | "now"
+  | "logger"
+  | "audit"
+  | "consoleStore"
+  | "siteStore"
+  | "changes"
+  | "keys"
+  | "identityDeps"
 >;
 
 export const newToken = () => randomBytes(32).toString("base64url");
@@ -69,16 +79,6 @@ export async function removeConsoleUser(
   return { removed: email };
 }
 
-const limitsByDeps = new WeakMap<object, SignInMailLimits>();
-function mailLimitsOf(deps: object): SignInMailLimits {
-  let limits = limitsByDeps.get(deps);
-  if (limits === undefined) {
-    limits = new SignInMailLimits();
-    limitsByDeps.set(deps, limits);
-  }
-  return limits;
-}
-
 /**
  * Mails a console sign-in link when the address is a console user of the tenant the request's
  * host names; says nothing either way (the page reads the same). The link's origin is one the
@@ -93,7 +93,8 @@ export async function requestSignInLink(
   if (email === null) throw invalidEmail();
   deps.outbox.assertCanSend();
   const origin = trustedLinkOrigin(deps.registry, deps.config.publicUrl, input.tenantId, input.requestUrl);
-  const wait = mailLimitsOf(deps).take(
+  // The identity routes' limits (one set per process): a mailbox gets at most 3 links a minute in all.
+  const wait = signInMailLimitsOf(deps.identityDeps).take(
     { tenantId: input.tenantId, siteId: "\u0000console", address: email, client: input.client },
     deps.now(),
   );

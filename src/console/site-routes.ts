@@ -1,7 +1,10 @@
+import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
+import { IssueKeyBody } from "../admin/model";
 import { createSite, requireSite, setSiteDisabled } from "../admin/service";
 import { isStorableText } from "../core/text";
 import { AppError } from "../http/errors";
+import type { IssueKeyInput } from "../keys/service";
 import { audited, signedIn } from "./guard";
 import { htmlResponse, redirect } from "./http";
 import { CONSOLE_PATH } from "./model";
@@ -25,34 +28,21 @@ export function siteParam(value: string | undefined): string {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The issue form's fields, checked as the admin API's IssueKeyBody checks them. */
-function issueInput(form: Map<string, string>): {
-  input: { name: string; expiresInDays?: number; permissions?: string[] };
-  errors: FieldError[];
-  echo: IssueForm;
-} {
+/**
+ * The issue form's fields, checked against the admin API's own schema (IssueKeyBody): the same
+ * bounds, the errors at the same pointers.
+ */
+function issueInput(form: Map<string, string>): { input: IssueKeyInput; errors: FieldError[]; echo: IssueForm } {
   const name = (form.get("name") ?? "").trim();
   const days = (form.get("expiresInDays") ?? "").trim();
   const streaming = form.get("streaming") === "1";
-  const errors: FieldError[] = [];
-  if (name.length < 1 || name.length > 100)
-    errors.push({ path: "/name", message: "Name must be 1 to 100 characters." });
-  let expiresInDays: number | undefined;
-  if (days !== "") {
-    expiresInDays = Number(days);
-    if (!/^\d+$/.test(days) || expiresInDays < 1 || expiresInDays > 3650) {
-      errors.push({ path: "/expiresInDays", message: "Expires in must be a whole number of days from 1 to 3650." });
-    }
-  }
-  return {
-    input: {
-      name,
-      ...(expiresInDays !== undefined ? { expiresInDays } : {}),
-      ...(streaming ? { permissions: ["streaming:write"] } : {}),
-    },
-    errors,
-    echo: { name, expiresInDays: days, streaming },
+  const input: IssueKeyInput = {
+    name,
+    ...(days !== "" ? { expiresInDays: /^\d+$/.test(days) ? Number(days) : Number.NaN } : {}),
+    ...(streaming ? { permissions: ["streaming:write"] } : {}),
   };
+  const errors = [...Value.Errors(IssueKeyBody, input)].map((e) => ({ path: e.path, message: e.message }));
+  return { input, errors, echo: { name, expiresInDays: days, streaming } };
 }
 
 /** Sites, keys and the audit log: the console's pages over the admin services. */

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { sql } from "drizzle-orm";
 import fc from "fast-check";
+import { rowsOf } from "../../db/client";
 import { basicDocument } from "../fixtures/documents";
 import { consoleClient, consoleMailbox, consoleSignIn } from "../helpers/console";
 import { freshDatabase, storeKinds } from "../helpers/databases";
@@ -54,6 +56,17 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     const again = consoleClient(h);
     await again.get(`${link.pathname}${link.search}`);
     expect((await again.post("/console/auth", { token: link.searchParams.get("token") as string })).status).toBe(403);
+  });
+
+  it("sweeps spent sign-in links at each sign-in: at most the one just spent is left", async () => {
+    await consoleSignIn(h, box, "ada@example.com");
+    await consoleSignIn(h, box, "ada@example.com");
+    await consoleSignIn(h, box, "own@example.com");
+    const rows = (await h.deps.database.db.execute(
+      sql`select count(*)::int as n from console_tokens where kind = 'link' and used_at is not null`,
+    )) as unknown;
+    const n = (rowsOf<{ n: number }>(rows as never)[0] as { n: number }).n;
+    expect(n).toBeLessThanOrEqual(1);
   });
 
   it("mails nobody for an address that is not a console user, and the page reads the same", async () => {
