@@ -8,8 +8,8 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { privateFolder, privateTree } from "../src/runtime/private-files";
 import { PGliteThread } from "./pglite-thread";
+import { privateFolder, privateTree } from "./private-files";
 import * as schema from "./schema";
 
 /** The drizzle database both drivers give us: store code is written against this type only. */

@@ -4,7 +4,7 @@
  * 400 MB of WebAssembly memory in PGlite, never given back) is never part of the server.
  */
 import { PGlite } from "@electric-sql/pglite";
-import { keepFilesPrivate } from "../src/runtime/private-files";
+import { keepFilesPrivate } from "./private-files";
 
 // Its files are the store's: readable by this user only, whatever umask the parent had.
 keepFilesPrivate();

@@ -1,34 +1,43 @@
 import cluster from "node:cluster";
 import { Elysia } from "elysia";
 import { adminRoutes } from "./admin/routes";
+import { adminAuditRoutes } from "./audit/routes";
 import { checkoutRoutes } from "./checkout/routes";
 import { CHECKOUT_WEBHOOK_PATH, checkoutWebhookHandler } from "./checkout/webhook";
+import { adminConsoleUserRoutes } from "./console/admin-routes";
 import { consoleRoutes } from "./console/routes";
+import { adminContentRoutes } from "./content/admin-routes";
 import { contentRoutes } from "./content/routes";
 import { openApiRoutes } from "./contracts/openapi";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
+import { adminExplainRoutes } from "./decide/explain-admin-routes";
 import { KEYED_DECIDE_PATH, keyedDecideHandler } from "./decide/routes";
 import type { Deps } from "./deps";
+import { adminGiftRoutes } from "./gifts/admin-routes";
 import { giftRoutes } from "./gifts/routes";
 import { grantRoutes } from "./grants/routes";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import { browserCors } from "./http/cors";
 import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
-import { AppError, errorBody } from "./http/errors";
 import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
 import { serveOverNodeHttp } from "./http/node-server";
+import { type RequestStats, requestIdOf } from "./http/request-stats";
 import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
+import { adminImpactRoutes } from "./impact/admin-routes";
+import { AppError, errorBody } from "./infra/errors";
 import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
 import { ofrepRoutes } from "./ofrep/routes";
-import { type RequestStats, requestIdOf } from "./ops/requests";
 import { opsRoutes } from "./ops/routes";
+import { adminOrgRoutes } from "./orgs/admin-routes";
 import { orgRoutes } from "./orgs/routes";
+import { adminServiceRoutes } from "./outside/admin-routes";
+import { adminRecommendationRoutes } from "./recommendations/admin-routes";
 import { browserRecommendationRoutes, keyedRecommendationRoutes } from "./recommendations/routes";
 import { streamingRoutes } from "./streaming/routes";
 
@@ -71,7 +80,19 @@ export function createApp(deps: Deps) {
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))
     .use(opsRoutes(deps))
-    .use(adminRoutes(deps))
+    .use(
+      adminRoutes(deps, [
+        adminImpactRoutes(deps),
+        adminOrgRoutes(deps),
+        adminGiftRoutes(deps),
+        adminExplainRoutes(deps),
+        adminServiceRoutes(deps),
+        adminContentRoutes(deps),
+        adminRecommendationRoutes(deps),
+        adminAuditRoutes(deps),
+        adminConsoleUserRoutes(deps),
+      ]),
+    )
     .use(upstreamPushRoutes(deps))
     .use(giftRoutes(deps))
     .use(streamingRoutes(deps))

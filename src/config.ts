@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { privateFolder } from "./runtime/private-files";
+import { privateFolder } from "../db/private-files";
 
 /** Frozen configuration, read once from the environment in main.ts and passed down. */
 export interface Config {

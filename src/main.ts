@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "../db/client";
 import { openDatabaseRetrying, openFailureMessage } from "../db/open-retrying";
+import { keepFilesPrivate } from "../db/private-files";
 import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { signContentPayload } from "./core/verifier";
@@ -8,7 +9,6 @@ import { createDeps, startDeps, stopDeps } from "./deps";
 import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
 import { isClusterPrimary, runClusterPrimary, workerIndex } from "./runtime/cluster";
-import { keepFilesPrivate } from "./runtime/private-files";
 import { demoDocumentPath, seedDemo } from "./seed";
 
 // Before anything writes the data folder: every file the server creates is private (0600/0700).

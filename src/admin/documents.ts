@@ -1,7 +1,7 @@
 import { compare } from "fast-json-patch";
 import { validateSiteDocument } from "../core/document";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import { requireSite } from "./service";
 
 type DocumentDeps = Pick<Deps, "siteStore" | "changes" | "registry">;

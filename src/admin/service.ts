@@ -1,6 +1,6 @@
 import { validateSiteDocument } from "../core/document";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 type AdminDeps = Pick<Deps, "siteStore" | "changes" | "registry">;
 

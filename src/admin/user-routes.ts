@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { GrantRow } from "../users/store";
 import {
   AddGrantBody,

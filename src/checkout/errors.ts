@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** The checkout capability's refusals (docs/checkout.md). */
 export const unknownOffer = () =>

@@ -2,7 +2,7 @@ import { Value } from "@sinclair/typebox/value";
 import { t } from "elysia";
 import { NAME_PATTERN } from "../core/document-schema";
 import { validationError } from "../http/error-envelope";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** A path on the page's own origin: one leading slash, no scheme or host, no backslash or space. */
 const PagePath = t.String({ minLength: 1, maxLength: 1024, pattern: "^/(?![/\\\\])[^\\s\\\\]*$" });

@@ -1,9 +1,9 @@
 import type { Deps } from "../deps";
 import { errorResponseOf } from "../http/error-envelope";
-import { AppError } from "../http/errors";
-import { tenantOf } from "../http/site";
 import { presentsApiKey } from "../identity/service";
+import { AppError } from "../infra/errors";
 import { verifiedEvent } from "../outside/stripe/client";
+import { tenantOf } from "../sites/selection";
 import { checkoutNotConfigured, invalidSignature } from "./errors";
 import { checkoutDepsOf } from "./routes";
 import { applyEvent } from "./service";

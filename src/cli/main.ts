@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { keepFilesPrivate } from "../runtime/private-files";
+import { keepFilesPrivate } from "../../db/private-files";
 import { run } from "./run";
 
 keepFilesPrivate();

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { TenantParams } from "../admin/model";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import { putConsoleUser, removeConsoleUser } from "./service";
 
 const email = t.String({ minLength: 3, maxLength: 254 });

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { AppError } from "../http/errors";
 import { readCookie } from "../identity/cookies";
+import { AppError } from "../infra/errors";
 import { consoleScript, consoleStyle } from "./assets";
 import { crossSite, errorPage } from "./guard";
 import { consoleCookie, formOf, htmlResponse, redirect } from "./http";

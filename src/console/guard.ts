@@ -1,6 +1,6 @@
 import { auditRecordOf, recordAudit } from "../audit/summary";
-import { AppError, statusOf } from "../http/errors";
 import { readCookie } from "../identity/cookies";
+import { AppError, statusOf } from "../infra/errors";
 import { FormError, formOf, htmlResponse, redirect, requestOrigin } from "./http";
 import { CONSOLE_PATH, CONSOLE_SESSION_COOKIE, type ConsoleSession, canWrite } from "./model";
 import { messagePage } from "./pages/sign-in";

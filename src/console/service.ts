@@ -1,9 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { recordAudit } from "../audit/summary";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { signInMailLimitsOf, tooManySignInMails } from "../identity/mail-limits";
+import { AppError } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
 import {
   CONSOLE_LINK_TTL_MS,

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { IssueKeyBody } from "../admin/model";
 import { createSite, requireSite, setSiteDisabled } from "../admin/service";
 import { isStorableText } from "../core/text";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { IssueKeyInput } from "../keys/service";
 import { audited, signedIn } from "./guard";
 import { htmlResponse, redirect } from "./http";

@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** 503 without Retry-After: the tenant has no CMS configured, so retrying will not help. */
 export function contentNotConfigured(): AppError {

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
+import { credentials } from "../identity/credentials";
 import { SyncBody, SyncReply } from "./model";
 import { syncContent } from "./service";
 

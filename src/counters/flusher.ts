@@ -1,5 +1,5 @@
+import { Buckets, STORE_BUCKETS } from "../infra/histogram";
 import type { Logger } from "../logger";
-import { Buckets, STORE_BUCKETS } from "../ops/histogram";
 
 /**
  * Something holding unflushed deltas. A flush that fails must keep its deltas for the next one;

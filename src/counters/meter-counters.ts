@@ -1,6 +1,6 @@
 import type { Db } from "../../db/client";
+import { Buckets, STORE_BUCKETS } from "../infra/histogram";
 import { createLogger, type Logger } from "../logger";
-import { Buckets, STORE_BUCKETS } from "../ops/histogram";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";

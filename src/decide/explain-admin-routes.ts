@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { SiteParams } from "../admin/model";
 import type { CompiledSite } from "../core/compile";
 import type { Deps } from "../deps";
-import { servedSite } from "../http/site";
+import { servedSite } from "../sites/selection";
 import { explainJson } from "./explain";
 import { checkSubjects, DecideBody } from "./model";
 import { decideDepsOf } from "./service";

@@ -3,7 +3,7 @@ import type { CompiledSite } from "../core/compile";
 import type { Deps } from "../deps";
 import { bodyReadError, bodyTooLarge, pendingJsonBody } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
-import { authenticateKeyed } from "../http/key-guard";
+import { authenticateKeyed } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { explainJson } from "./explain";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { SiteParams } from "../admin/model";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { SiteState } from "../sites/registry";
 import { AdminGiftParams, AttributionReply, RevokeGiftReply } from "./model";
 import { giftAttribution, revokeGift } from "./service";

@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** The gift-link capability's refusals (docs/gift-links.md); nothing is minted on any of them. */
 export const giftsNotEnabled = () => new AppError("not_found", "Gift links are not enabled on this site.");

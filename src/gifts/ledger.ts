@@ -2,7 +2,7 @@ import type { CompiledSite } from "../core/compile";
 import { parseDuration } from "../core/document-schema";
 import type { ContentDescriptor } from "../core/types";
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
-import { withinDeadline } from "../http/deadline";
+import { withinDeadline } from "../infra/deadline";
 import type { SiteState } from "../sites/registry";
 import { type GiftStore, REDEMPTION_METER, REDEMPTION_PERIOD } from "./store";
 import { contentHashOf, type GiftClaims, type GiftTokens } from "./token";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
+import { credentials } from "../identity/credentials";
 import { MintGiftBody, MintGiftReply, RevokeGiftBody, RevokeGiftReply } from "./model";
 import { mintGift, revokeGift } from "./service";
 

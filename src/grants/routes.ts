@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
 import type { Mount } from "../http/mounts";
+import { credentials } from "../identity/credentials";
 import { GrantsReply } from "./model";
 import { heldGrants } from "./service";
 

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { AppError, errorResponse } from "./errors";
+import { AppError, errorResponse } from "../infra/errors";
 import { checkJsonShape } from "./json-shape";
 
 const tooLarge = () => new AppError("payload_too_large", "The request body is too large.");

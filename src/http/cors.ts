@@ -1,8 +1,8 @@
 import { type AnyElysia, Elysia } from "elysia";
+import { AppError } from "../infra/errors";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteRegistry } from "../sites/registry";
-import { AppError } from "./errors";
-import { SITE_HEADER, tenantOf } from "./site";
+import { SITE_HEADER, tenantOf } from "../sites/selection";
 
 /**
  * How a browser-facing route answers a page on another origin:

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
+import { StoreUnavailable, storeUnavailableOf } from "../infra/deadline";
+import { AppError, errorBody, statusOf } from "../infra/errors";
 import type { Logger } from "../logger";
-import { StoreUnavailable, storeUnavailableOf } from "./deadline";
-import { AppError, errorBody, statusOf } from "./errors";
 
 export interface ValueIssue {
   path: string;

@@ -1,5 +1,5 @@
 import { isStorableText, UNSTORABLE_TEXT } from "../core/text";
-import { AppError } from "./errors";
+import { AppError } from "../infra/errors";
 
 /**
  * Deepest nesting a request body may have. Real bodies nest a handful of levels; schema checks

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { type RequestStats, type RouteStats, requestIdOf } from "../ops/requests";
+import { AppError, errorBody } from "../infra/errors";
 import { appErrorResponse } from "./error-envelope";
-import { AppError, errorBody } from "./errors";
+import { type RequestStats, type RouteStats, requestIdOf } from "./request-stats";
 
 type Handler = (request: Request) => Response | Promise<Response>;
 

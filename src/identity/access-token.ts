@@ -1,4 +1,4 @@
-import { SignedTokens } from "../http/signed-token";
+import { SignedTokens } from "../infra/signed-token";
 
 /** What the signed access cookie carries: enough for browser routes to need no database read. */
 export interface AccessClaims {

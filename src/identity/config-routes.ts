@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
-import { readSiteId, servedSite, tenantOf } from "../http/site";
+import { readSiteId, servedSite, tenantOf } from "../sites/selection";
 
 /**
  * GET /v1/id/config (both mounts): the public identity settings of a site. No credential;

@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** What the trust rule reads about tenants (the SiteRegistry in the app). */
 export interface TenantOrigins {

@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 export interface SlidingLimit {
   /** Most mails admitted in any window of `windowMs`. */

@@ -1,10 +1,9 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { corsPolicy } from "../http/cors";
-import { credentials } from "../http/credentials";
-import { AppError } from "../http/errors";
 import type { Mount } from "../http/mounts";
-import { selectedSite } from "../http/site";
+import { AppError } from "../infra/errors";
+import { selectedSite } from "../sites/selection";
 import {
   ACCESS_COOKIE,
   type CookieJar,
@@ -14,6 +13,7 @@ import {
   SESSION_COOKIE,
   setCookie,
 } from "./cookies";
+import { credentials } from "./credentials";
 import { magicLinkPage } from "./interstitial";
 import { trustedLinkOrigin } from "./link-origin";
 import { ConsumeBody, ExchangeBody, MagicLinkBody, MagicLinkPageQuery, UserDetailsBody } from "./model";

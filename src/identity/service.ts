@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";

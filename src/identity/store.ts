@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { and, eq, gt, isNull, ne, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { identityConflicts, magicLinks, sessions, streamingValues, upstreamSubjects, users } from "../../db/schema";
-import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../infra/deadline";
 import type { UserRow } from "../users/store";
 
 export type SessionRow = typeof sessions.$inferSelect;

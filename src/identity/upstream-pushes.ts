@@ -1,4 +1,4 @@
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { UserRow } from "../users/store";
 import type { IdentityDeps } from "./service";
 

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
+import { credentials } from "./credentials";
 import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
 import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";
 

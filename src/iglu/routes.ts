@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
-import { notFound } from "../http/errors";
+import { credentials } from "../identity/credentials";
+import { notFound } from "../infra/errors";
 import { EVENT_SCHEMAS, igluUri, selfDescribing } from "./schemas";
 
 const Segment = t.String({ minLength: 1, maxLength: 128 });

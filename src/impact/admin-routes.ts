@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import { SiteParams } from "../admin/model";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
-import { servedSite } from "../http/site";
+import { AppError } from "../infra/errors";
+import { servedSite } from "../sites/selection";
 import { replayImpact } from "./replay";
 
 /**

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
-import { AppError } from "../http/errors";
+import { credentials } from "../identity/credentials";
+import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";
 import { InterventionsQuery } from "./model";
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ChangeFeed } from "../changes/change-feed";
-import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
-import { AppError } from "../http/errors";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../infra/deadline";
+import { AppError } from "../infra/errors";
 import { generateKeyValue, hashSecret, keyPrefix } from "./key-value";
 import type { KeyRow, KeyStore } from "./store";
 import type { KeyUsage } from "./usage";

@@ -2,7 +2,7 @@ import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import nodemailer from "nodemailer";
 import type { Db } from "../../db/client";
 import { mailOutbox } from "../../db/schema";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
 import type { SealedText } from "./sealed-text";
 

@@ -1,5 +1,5 @@
 import { UUID_PATTERN } from "../core/document-schema";
-import { SignedTokens } from "../http/signed-token";
+import { SignedTokens } from "../infra/signed-token";
 import type { Mail } from "../mail/outbox";
 
 /** One-click unsubscribe links stay usable this long (mail is read late; RFC 8058 wants them to work). */

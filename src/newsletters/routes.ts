@@ -1,10 +1,10 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { appErrorResponse } from "../http/error-envelope";
-import { AppError } from "../http/errors";
 import type { Mount } from "../http/mounts";
-import { selectedSite, tenantOf } from "../http/site";
 import { trustedLinkOrigin } from "../identity/link-origin";
+import { AppError } from "../infra/errors";
+import { selectedSite, tenantOf } from "../sites/selection";
 import { SubscriptionsBody, SubscriptionsQuery } from "./model";
 import { confirmPage, outcomePage, outcomeStatus, PAGE_HEADERS, unsubscribePage } from "./pages";
 import {

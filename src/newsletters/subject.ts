@@ -1,11 +1,11 @@
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
-import { authenticateKeyed } from "../http/key-guard";
-import { selectedSite } from "../http/site";
 import { readCookie, SESSION_COOKIE } from "../identity/cookies";
 import { exchangeCredential, exchangeError, presentsApiKey, signInRequired } from "../identity/service";
+import { AppError } from "../infra/errors";
+import { authenticateKeyed } from "../keys/guard";
 import { hashSecret } from "../keys/key-value";
 import type { SiteState } from "../sites/registry";
+import { selectedSite } from "../sites/selection";
 import type { UserRow } from "../users/store";
 
 /**

@@ -1,8 +1,8 @@
 import { type Metric, Registry } from "prom-client";
 import { QuotaLeases } from "../counters/quota-leases";
 import type { Deps } from "../deps";
-import { withinDeadline } from "../http/deadline";
-import type { Buckets } from "./histogram";
+import { withinDeadline } from "../infra/deadline";
+import type { Buckets } from "../infra/histogram";
 
 type Labels = Record<string, string | number>;
 interface Sample {

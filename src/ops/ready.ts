@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Deps } from "../deps";
-import { withinDeadline } from "../http/deadline";
+import { withinDeadline } from "../infra/deadline";
 
 /** How long /ready waits for the store: short, a probe must not hang. */
 export const READY_STORE_DEADLINE_MS = 500;

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { operatorTokenMatches } from "../admin/routes";
+import { operatorTokenMatches } from "../admin/operator-token";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import { metricsRegistry } from "./metrics";
 import { READY_RETRY_AFTER_SECONDS, readiness } from "./ready";
 

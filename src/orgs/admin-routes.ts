@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { TenantParams } from "../admin/model";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import { CreateOrganizationBody } from "./model";
 import { membershipJson, organizationJson } from "./service";
 

@@ -1,11 +1,11 @@
 import { type AnyElysia, Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials, type SessionCredential } from "../http/credentials";
 import type { Mount } from "../http/mounts";
-import { selectedSite } from "../http/site";
 import { ACCESS_COOKIE, setCookie } from "../identity/cookies";
+import { credentials, type SessionCredential } from "../identity/credentials";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { accessGrant, assertNotExternalOnly } from "../identity/service";
+import { selectedSite } from "../sites/selection";
 import { invitationPage } from "./invitation-page";
 import {
   InvitationIdBody,

@@ -1,5 +1,5 @@
-import { AppError } from "../http/errors";
 import type { SessionRow } from "../identity/store";
+import { AppError } from "../infra/errors";
 import type { Outbox } from "../mail/outbox";
 import type { UserRow } from "../users/store";
 import type { InvitationRow, MemberRow, MembershipRow, OrganizationRow, OrgStore } from "./store";

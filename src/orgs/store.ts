@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { invitations, memberships, organizations, sessions, users } from "../../db/schema";
-import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
 import type { OrgClaims } from "../identity/service";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../infra/deadline";
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type MembershipRow = typeof memberships.$inferSelect;

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 const ServiceParams = t.Object({
   tenant: t.String({ minLength: 1, maxLength: 64 }),

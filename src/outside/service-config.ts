@@ -3,7 +3,7 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { tenantServices } from "../../db/schema";
 import { validationError } from "../http/error-envelope";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { SealedText } from "../mail/sealed-text";
 import { isServiceName, SERVICE_SCHEMAS, type ServiceConfig, type ServiceName } from "./service-config-model";
 

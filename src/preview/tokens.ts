@@ -1,4 +1,4 @@
-import { SignedTokens } from "../http/signed-token";
+import { SignedTokens } from "../infra/signed-token";
 
 export const PREVIEW_HEADER = "x-svc-preview";
 

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { Deps } from "../deps";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 /** Operator route (inside the /admin group): a tenant's recommendation-engine calls per UTC month. */
 export function adminRecommendationRoutes(deps: Deps) {

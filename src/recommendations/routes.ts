@@ -1,10 +1,10 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
 import { browserCors } from "../http/cors";
-import { credentials } from "../http/credentials";
-import { AppError } from "../http/errors";
-import { selectedSite } from "../http/site";
+import { credentials } from "../identity/credentials";
+import { AppError } from "../infra/errors";
 import type { SiteState } from "../sites/registry";
+import { selectedSite } from "../sites/selection";
 import { RecommendationsQuery, RecommendationsReply } from "./model";
 import { recommend } from "./service";
 

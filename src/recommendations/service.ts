@@ -2,7 +2,7 @@ import type { Static } from "elysia";
 import type { ContentItem } from "../content/mapping";
 import type { ContentStore } from "../content/store";
 import { validationError } from "../http/error-envelope";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
 import { EngineFailure, RecombeeEngine, type RecommendationEngine } from "../outside/recombee/client";
 import type { ServiceConfigs } from "../outside/service-config";

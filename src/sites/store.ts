@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
-import { withNewsletterIds } from "../newsletters/list-ids";
+import { withNewsletterIds } from "./newsletter-list-ids";
 
 export interface TenantRow {
   id: string;

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { credentials } from "../http/credentials";
+import { credentials } from "../identity/credentials";
 import { STREAMING_WRITE } from "../keys/service";
 import { StreamingBody, StreamingParams, StreamingReplySchema } from "./model";
 import { organizationPipeline, type StreamingDeps, writeBatch } from "./service";

@@ -1,5 +1,5 @@
 import type { ColumnType, PipelineDefinition } from "../core/document-schema";
-import { AppError, notFound } from "../http/errors";
+import { AppError, notFound } from "../infra/errors";
 import type { SiteState } from "../sites/registry";
 import { isUserId } from "../users/store";
 import type { PendingWrite, StreamingStore, WriteOutcome } from "./store";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { grants, users } from "../../db/schema";
-import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../http/deadline";
+import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../infra/deadline";
 
 export type UserRow = typeof users.$inferSelect;
 export type GrantRow = typeof grants.$inferSelect;

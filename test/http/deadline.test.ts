@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { randomBytes, randomUUID } from "node:crypto";
 import { connectionErrorCode, isConnectionError } from "../../db/connection-error";
-import { StoreUnavailable, withinDeadline } from "../../src/http/deadline";
 import { errorResponseOf } from "../../src/http/error-envelope";
-import { AppError } from "../../src/http/errors";
+import { StoreUnavailable, withinDeadline } from "../../src/infra/deadline";
+import { AppError } from "../../src/infra/errors";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
 import { type Harness, memoryLogger, seedSite, startHarness } from "../helpers/harness";

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { listen } from "../../src/app";
 import type { Deps } from "../../src/deps";
+import { UNMATCHED_ROUTE } from "../../src/http/request-stats";
 import { readiness } from "../../src/ops/ready";
-import { UNMATCHED_ROUTE } from "../../src/ops/requests";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { Buckets, REQUEST_BUCKETS } from "../infra/histogram";
 import type { Logger } from "../logger";
-import { Buckets, REQUEST_BUCKETS } from "./histogram";
 
 /** What a client may send as `x-request-id`: printable ASCII, no spaces, 1 to 128 characters. */
 const VALID_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;

@@ -1,7 +1,7 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { newsletterLists } from "../../db/schema";
-import { AppError } from "../http/errors";
+import { AppError } from "../infra/errors";
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 

@@ -1,6 +1,10 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps";
-import { type BrowserIdentity, browserIdentity } from "../identity/browser-credential";
+import { authenticateKeyed, type KeyedRequest, type KeyGuardOptions } from "../keys/guard";
+import type { SiteState } from "../sites/registry";
+import { selectedSite } from "../sites/selection";
+import type { UserRow } from "../users/store";
+import { type BrowserIdentity, browserIdentity } from "./browser-credential";
 import {
   assertNotExternalOnly,
   currentSession,
@@ -8,12 +12,8 @@ import {
   presentedSession,
   refuseApiKeyOnBrowserRoute,
   signInRequired,
-} from "../identity/service";
-import type { SessionRow } from "../identity/store";
-import type { SiteState } from "../sites/registry";
-import type { UserRow } from "../users/store";
-import { authenticateKeyed, type KeyedRequest, type KeyGuardOptions } from "./key-guard";
-import { selectedSite } from "./site";
+} from "./service";
+import type { SessionRow } from "./store";
 
 /**
  * Which sites a session route answers at: `identity` refuses an `external_only` site (404, the

@@ -1,7 +1,7 @@
-import type { ApiKey, KeyService } from "../keys/service";
+import { AppError } from "../infra/errors";
 import type { SiteRegistry, SiteState } from "../sites/registry";
-import { AppError } from "./errors";
-import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "./site";
+import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "../sites/selection";
+import type { ApiKey, KeyService } from "./service";
 
 export const missingKey = () => new AppError("unauthorized", "Missing API key.");
 export const invalidKey = () => new AppError("unauthorized", "Invalid or missing API key.");

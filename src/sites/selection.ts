@@ -1,5 +1,5 @@
-import type { SiteRegistry, SiteState } from "../sites/registry";
-import { AppError } from "./errors";
+import { AppError } from "../infra/errors";
+import type { SiteRegistry, SiteState } from "./registry";
 
 export const SITE_HEADER = "x-svc-site-id";
 
