@@ -9,6 +9,7 @@ import { Flusher } from "./counters/flusher";
 import { MeterCounters, type MeterStore } from "./counters/meter-counters";
 import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota-leases";
 import { RateWindows } from "./counters/rate-windows";
+import { createDecisionEngine, type DecisionEngine } from "./decide/engine";
 import { GiftLedger } from "./gifts/ledger";
 import { GiftStore } from "./gifts/store";
 import { GiftTokens } from "./gifts/token";
@@ -67,6 +68,8 @@ export interface Deps {
   readonly streamingStore: StreamingStore;
   readonly streamingFacts: StreamingFactsCache;
   readonly previewTokens: PreviewTokens;
+  /** Decide's one face for every caller that is not keyed decide itself (src/decide/engine.ts). */
+  readonly decisions: DecisionEngine;
   /** Keyed decide's windows: per process on the embedded store, quota leases on a server. */
   readonly keyedDecideRate: KeyedRate;
   readonly browserDecideRate: RateWindows;
@@ -259,6 +262,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
     usage,
   };
+  const previewTokens = new PreviewTokens(config.secret);
   return {
     newsletters,
     interventions,
@@ -292,7 +296,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     userFacts,
     streamingStore,
     streamingFacts,
-    previewTokens: new PreviewTokens(config.secret),
+    previewTokens,
+    decisions: createDecisionEngine({ meters, userFacts, streamingFacts, gifts, config, newsletters, previewTokens }),
     // The embedded store has one process: its windows are exact in memory. On a server, several
     // processes and hosts may serve one key, so each leases its share of the window from Postgres.
     keyedDecideRate:

@@ -1,7 +1,8 @@
 import { Elysia, t } from "elysia";
+import type { Db } from "../../db/client";
+import type { Config } from "../config";
 import { RateWindows } from "../counters/rate-windows";
-import { takeRate } from "../decide/service";
-import type { Deps } from "../deps";
+import { takeRate } from "../counters/take-rate";
 import { browserCors } from "../http/cors";
 import { credentials } from "../identity/credentials";
 import { selectedSite } from "../sites/selection";
@@ -10,12 +11,19 @@ import { CheckoutReply, checkoutBodyOf } from "./model";
 import { type CheckoutDeps, startCheckout } from "./service";
 import { CheckoutStore } from "./store";
 
+/** What checkout needs of the process (a narrow view of the app's deps). */
+export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
+  Omit<CheckoutDeps, "checkoutStore" | "config"> & {
+    readonly database: { readonly db: Db };
+    readonly config: Pick<Config, "paymentTimeoutMs" | "maxBodyBytes">;
+  };
+
 /** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
 export const CHECKOUT_LIMIT = 20;
 const CHECKOUT_WINDOW_MS = 60_000;
 
 /** The capability's dependencies, from the app's. */
-export function checkoutDepsOf(deps: Deps): CheckoutDeps {
+export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
   return { ...deps, checkoutStore: new CheckoutStore(deps.database.db) };
 }
 
@@ -29,7 +37,7 @@ function clientOf(server: { requestIP(r: Request): { address: string } | null } 
  * reader's email. The body is read as an allowlist (model.ts) and never logged or stored. Its
  * CORS, preflight included, is the shared `browserCors`. docs/checkout.md.
  */
-export function checkoutRoutes(deps: Deps) {
+export function checkoutRoutes(deps: CheckoutRouteDeps) {
   const checkout = checkoutDepsOf(deps);
   const rate = new RateWindows(CHECKOUT_LIMIT, CHECKOUT_WINDOW_MS);
   const routes = new Elysia({ prefix: "/svc/v1" })

@@ -1,8 +1,12 @@
+import type { ChangeFeed } from "../changes/change-feed";
+import type { Config } from "../config";
 import { type CheckoutOfferDefinition, parseDuration } from "../core/document-schema";
-import type { Deps } from "../deps";
 import type { BrowserIdentity } from "../identity/browser-credential";
+import type { Logger } from "../logger";
+import type { ServiceConfigs } from "../outside/service-config";
 import { createCheckoutSession, PaymentProviderError, type StripeEvent, stripeClient } from "../outside/stripe/client";
 import type { SiteState } from "../sites/registry";
+import type { UserStore } from "../users/store";
 import {
   accessRefreshRequired,
   checkoutNotConfigured,
@@ -15,9 +19,15 @@ import {
 import type { CheckoutBodyValue } from "./model";
 import type { CheckoutStore, EventOutcome, RevokeBy } from "./store";
 
-export type CheckoutDeps = Pick<Deps, "services" | "users" | "changes" | "logger" | "now" | "config"> & {
+export interface CheckoutDeps {
+  readonly services: ServiceConfigs;
+  readonly users: UserStore;
+  readonly changes: ChangeFeed;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly config: Pick<Config, "paymentTimeoutMs">;
   readonly checkoutStore: CheckoutStore;
-};
+}
 
 /** The offer a catalog item makes, when it can be bought. */
 export function offerOf(site: SiteState, name: string): CheckoutOfferDefinition {

@@ -1,11 +1,10 @@
-import type { Deps } from "../deps";
 import { errorResponseOf } from "../http/error-envelope";
 import { presentsApiKey } from "../identity/service";
 import { AppError } from "../infra/errors";
 import { verifiedEvent } from "../outside/stripe/client";
 import { tenantOf } from "../sites/selection";
 import { checkoutNotConfigured, invalidSignature } from "./errors";
-import { checkoutDepsOf } from "./routes";
+import { type CheckoutRouteDeps, checkoutDepsOf } from "./routes";
 import { applyEvent } from "./service";
 
 /** Where the payment provider posts its events (`/v1` only; register `https://<tenant host>/v1/checkout/webhook`). */
@@ -24,7 +23,7 @@ const tooLarge = () => new AppError("payload_too_large", "The request body is to
  * Served as a plain handler registered ahead of the app's JSON parser, so the raw body reaches
  * the signature check byte for byte.
  */
-export function checkoutWebhookHandler(deps: Deps) {
+export function checkoutWebhookHandler(deps: CheckoutRouteDeps) {
   const checkout = checkoutDepsOf(deps);
   return async (request: Request): Promise<Response> => {
     try {

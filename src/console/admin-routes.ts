@@ -1,13 +1,12 @@
 import { Elysia, t } from "elysia";
 import { TenantParams } from "../admin/model";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
-import { putConsoleUser, removeConsoleUser } from "./service";
+import { type ConsoleDeps, putConsoleUser, removeConsoleUser } from "./service";
 
 const email = t.String({ minLength: 3, maxLength: 254 });
 
 /** Console users under the operator API (`npx svc console-user ...`); audited by the admin hook. */
-export function adminConsoleUserRoutes(deps: Deps) {
+export function adminConsoleUserRoutes(deps: ConsoleDeps) {
   return new Elysia()
     .get(
       "/tenants/:tenant/console-users",
@@ -35,6 +34,6 @@ export function adminConsoleUserRoutes(deps: Deps) {
     );
 }
 
-function putGuard(deps: Deps, tenant: string): void {
+function putGuard(deps: Pick<ConsoleDeps, "registry">, tenant: string): void {
   if (!deps.registry.hasTenant(tenant)) throw new AppError("not_found", "Unknown tenant.");
 }

@@ -4,13 +4,12 @@ import { diffAgainstLive, documentVersion, listDocuments, publishVersion } from 
 import { deploySite, requireSite } from "../admin/service";
 import type { CompiledSite } from "../core/compile";
 import { validateSiteDocument } from "../core/document";
-import { answerJson } from "../decide/answer-json";
-import { explainJson } from "../decide/explain";
+import type { DecisionEngine } from "../decide/engine";
 import { checkSubjects, DecideBody, type DecideInput } from "../decide/model";
-import { decideDepsOf, evaluateRequest } from "../decide/service";
-import type { Deps } from "../deps";
 import { replayImpact } from "../impact/replay";
+import type { ImpactSamples } from "../impact/samples";
 import { AppError } from "../infra/errors";
+import type { PreviewTokens } from "../preview/tokens";
 import { servedSite } from "../sites/selection";
 import { audited, signedIn } from "./guard";
 import { htmlResponse } from "./http";
@@ -18,6 +17,7 @@ import { CONSOLE_PATH, type ConsoleSession } from "./model";
 import { type DocumentsView, documentsPage } from "./pages/documents";
 import { impactPage } from "./pages/impact";
 import type { FieldError } from "./pages/layout";
+import type { ConsoleDeps } from "./service";
 import { siteParam } from "./site-routes";
 
 const NO_PARSE = { parse: "none" } as const;
@@ -33,8 +33,14 @@ function parsed(text: string, path = "/"): { value: unknown } | { errors: FieldE
 }
 
 /** Documents (validate, diff, stage, preview, publish, roll back) and the impact replay. */
-export function consoleDocumentRoutes(deps: Deps) {
-  const decideDeps = decideDepsOf(deps);
+export interface ConsoleDocumentDeps extends ConsoleDeps {
+  readonly previewTokens: PreviewTokens;
+  readonly impact: Pick<ImpactSamples, "samplesOf">;
+  readonly decisions: DecisionEngine;
+}
+
+export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
+  const engine = deps.decisions;
 
   /** The page's state from the store, with what the request adds (results, the posted text). */
   async function view(s: ConsoleSession, site: string, extra: Partial<DocumentsView> = {}): Promise<DocumentsView> {
@@ -138,9 +144,8 @@ export function consoleDocumentRoutes(deps: Deps) {
           };
           // What decide would answer, and why, both with no effect at all (an observer that
           // never applies the ticks: nothing counted, nothing recorded).
-          const result = await evaluateRequest(decideDeps, req, () => {});
-          const answer = answerJson(result, true, false, decideDeps.exposureSchemaJson);
-          const why = await explainJson(decideDeps, { ...req, now: deps.now() });
+          const answer = await engine.tryJson(req);
+          const why = await engine.explainJson({ ...req, now: deps.now() });
           return show({ tryAnswer: pretty(JSON.parse(answer)), tryExplain: pretty(JSON.parse(why).explain) });
         }),
       NO_PARSE,

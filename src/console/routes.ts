@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import { consoleAuthRoutes } from "./auth-routes";
-import { consoleDocumentRoutes } from "./document-routes";
+import { type ConsoleDocumentDeps, consoleDocumentRoutes } from "./document-routes";
 import { consoleSiteRoutes } from "./site-routes";
 
 /**
@@ -9,6 +8,6 @@ import { consoleSiteRoutes } from "./site-routes";
  * and CSRF tokens, and its own HTML error pages. Mounted ahead of the JSON body parser and the
  * JSON error envelope: its forms are read by its own handlers.
  */
-export function consoleRoutes(deps: Deps) {
+export function consoleRoutes(deps: ConsoleDocumentDeps) {
   return new Elysia().use(consoleAuthRoutes(deps)).use(consoleSiteRoutes(deps)).use(consoleDocumentRoutes(deps));
 }

@@ -1,10 +1,18 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { AuditStore } from "../audit/store";
 import { recordAudit } from "../audit/summary";
-import type { Deps } from "../deps";
+import type { ChangeFeed } from "../changes/change-feed";
+import type { Config } from "../config";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { signInMailLimitsOf, tooManySignInMails } from "../identity/mail-limits";
+import type { IdentityDeps } from "../identity/service";
 import { AppError } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
+import type { KeyService } from "../keys/service";
+import type { Logger } from "../logger";
+import type { Outbox } from "../mail/outbox";
+import type { SiteRegistry } from "../sites/registry";
+import type { SiteStore } from "../sites/store";
 import {
   CONSOLE_LINK_TTL_MS,
   CONSOLE_PATH,
@@ -15,22 +23,22 @@ import {
   isRole,
   normalEmail,
 } from "./model";
+import type { ConsoleStore } from "./store";
 
 /** What the console's services use of the process' dependencies (`consoleStore` is its own). */
-export type ConsoleDeps = Pick<
-  Deps,
-  | "config"
-  | "registry"
-  | "outbox"
-  | "now"
-  | "logger"
-  | "audit"
-  | "consoleStore"
-  | "siteStore"
-  | "changes"
-  | "keys"
-  | "identityDeps"
->;
+export interface ConsoleDeps {
+  readonly config: Config;
+  readonly registry: SiteRegistry;
+  readonly outbox: Outbox;
+  readonly now: () => number;
+  readonly logger: Logger;
+  readonly audit: AuditStore;
+  readonly consoleStore: ConsoleStore;
+  readonly siteStore: SiteStore;
+  readonly changes: ChangeFeed;
+  readonly keys: KeyService;
+  readonly identityDeps: IdentityDeps;
+}
 
 export const newToken = () => randomBytes(32).toString("base64url");
 
@@ -51,7 +59,7 @@ const invalidEmail = () =>
 
 /** Adds a console user (or changes their role): the CLI's `console-user add` and the admin API. */
 export async function putConsoleUser(
-  deps: Pick<Deps, "consoleStore" | "registry">,
+  deps: Pick<ConsoleDeps, "consoleStore" | "registry">,
   tenantId: string,
   emailInput: unknown,
   role: unknown,
@@ -68,7 +76,7 @@ export async function putConsoleUser(
 }
 
 export async function removeConsoleUser(
-  deps: Pick<Deps, "consoleStore" | "registry">,
+  deps: Pick<ConsoleDeps, "consoleStore" | "registry">,
   tenantId: string,
   emailInput: unknown,
 ): Promise<{ removed: string }> {

@@ -1,9 +1,7 @@
 import { toOpenAPISchema } from "@elysiajs/openapi";
 import { Elysia, t } from "elysia";
 import { ExplainAnswer } from "../decide/explain-model";
-import { DecideAnswer, DecideBody } from "../decide/model";
-import { KEYED_DECIDE_PATH } from "../decide/routes";
-import type { Deps } from "../deps";
+import { DecideAnswer, DecideBody, KEYED_DECIDE_PATH } from "../decide/model";
 import { giftRoutes } from "../gifts/routes";
 import { InterventionEventData } from "../interventions/model";
 import { INTERVENTIONS_PATH, interventionRoutes } from "../interventions/routes";
@@ -127,7 +125,11 @@ const ERROR_ENVELOPE = {
  * answer models); the spec's security schemes, error envelope, statuses and examples are added
  * here. Built once per app.
  */
-export function decideOpenApi(deps: Deps): Json {
+/** What describing the routes needs: the deps of the route groups it builds to read their schemas. */
+export type OpenApiDeps = Parameters<typeof giftRoutes>[0] &
+  Parameters<typeof interventionRoutes>[0] & { readonly interventions: Parameters<typeof interventionRoutes>[1] };
+
+export function decideOpenApi(deps: OpenApiDeps): Json {
   const described = new Elysia()
     // Described only: the app serves keyed decide as a native route (decide/routes.ts).
     .post(KEYED_DECIDE_PATH, (() => undefined) as never, {
@@ -258,7 +260,7 @@ function completeOperation(operation: Json, path: string, contract: RouteContrac
 }
 
 /** GET /v1/decide/openapi.json: public (it names no site and no secret), built on first read. */
-export function openApiRoutes(deps: Deps) {
+export function openApiRoutes(deps: OpenApiDeps) {
   let json: string | undefined;
   return new Elysia().get(OPENAPI_PATH, () => {
     json ??= JSON.stringify(decideOpenApi(deps));

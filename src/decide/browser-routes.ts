@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { GrantFacts } from "../core/types";
-import type { Deps } from "../deps";
+import type { RateWindows } from "../counters/rate-windows";
+import { takeRate } from "../counters/take-rate";
 import { browserCors, corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
 import type { BrowserIdentity } from "../identity/browser-credential";
@@ -9,9 +10,17 @@ import { AppError, badRequest } from "../infra/errors";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteState } from "../sites/registry";
 import { selectedSite } from "../sites/selection";
+import type { DecisionEngine, DecisionSampler } from "./engine";
 import { DecideBody } from "./model";
-import { chooseDocument } from "./routes";
-import { decideDepsOf, decideJson, evaluateRequest, takeRate } from "./service";
+
+/** What the browser mounts of decide need of the process (a narrow view of the app's deps). */
+export type BrowserDecideDeps = Parameters<typeof credentials>[0] & {
+  readonly now: () => number;
+  readonly browserDecideRate: RateWindows;
+  readonly forwardRate: RateWindows;
+  readonly decisions: DecisionEngine;
+  readonly impact: DecisionSampler;
+};
 
 const userIdRefused = () =>
   new AppError(
@@ -57,8 +66,8 @@ function checkOrigin(site: SiteState, origin: string | null): void {
  * CORS, preflight included, is the shared `browserCors`; refusing an origin the site does not
  * list (403) is part of this route's browser credential.
  */
-export function browserDecideRoutes(deps: Deps) {
-  const decideDeps = decideDepsOf(deps);
+export function browserDecideRoutes(deps: BrowserDecideDeps) {
+  const engine = deps.decisions;
   const routes = new Elysia({ prefix: "/svc/v1" })
     .use(credentials(deps))
     .guard({ browser: true })
@@ -73,7 +82,7 @@ export function browserDecideRoutes(deps: Deps) {
         const now = deps.now();
         takeRate(deps.browserDecideRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
         const who = await browserIdentityOf(site.tenantId, now);
-        const { document, preview } = await chooseDocument(deps, site, request.headers.get(PREVIEW_HEADER), now);
+        const { document, preview } = await engine.chooseDocument(site, request.headers.get(PREVIEW_HEADER), now);
         const req = {
           site,
           document,
@@ -85,8 +94,8 @@ export function browserDecideRoutes(deps: Deps) {
           accessMissing: who.accessMissing,
           now,
         };
-        const answer = await decideJson(decideDeps, req);
-        deps.impact.offer(decideDeps, req, answer);
+        const answer = await engine.decideJson(req);
+        deps.impact.offer(engine, req, answer);
         // The same writer as the keyed route; Elysia adds the CORS headers `browserCors` set.
         set.headers["content-type"] = "application/json";
         return answer;
@@ -108,8 +117,8 @@ const ForwardQuery = t.Object({
  * destination. No key, no origin check; identity is the access cookie; no meter is charged.
  * No CORS either (`cors: "navigation"`): a navigation reads none, and a fetch must not follow it.
  */
-export function forwardRoutes(deps: Deps, prefix: Mount) {
-  const decideDeps = decideDepsOf(deps);
+export function forwardRoutes(deps: BrowserDecideDeps, prefix: Mount) {
+  const engine = deps.decisions;
   return new Elysia({ prefix })
     .use(corsPolicy)
     .use(credentials(deps))
@@ -120,7 +129,7 @@ export function forwardRoutes(deps: Deps, prefix: Mount) {
         const site = selectedSite(deps.registry, request, query.site);
         if (query.userId !== undefined) throw userIdRefused();
         const now = deps.now();
-        const { document, preview } = await chooseDocument(deps, site, request.headers.get(PREVIEW_HEADER), now);
+        const { document, preview } = await engine.chooseDocument(site, request.headers.get(PREVIEW_HEADER), now);
         const feature = document.features.get(query.feature);
         if (feature?.purpose !== "journey" || !feature.answerable) {
           throw new AppError("not_found", "Unknown journey feature.");
@@ -130,8 +139,7 @@ export function forwardRoutes(deps: Deps, prefix: Mount) {
         const context: Record<string, unknown> = {};
         for (const [k, v] of new URL(request.url).searchParams) if (!(k in query)) context[k] = v;
         // "A journey feature charges no meter" (the spec): evaluated without effects.
-        const result = await evaluateRequest(
-          decideDeps,
+        const result = await engine.evaluate(
           {
             site,
             document,

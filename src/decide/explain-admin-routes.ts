@@ -1,15 +1,17 @@
 import { Elysia, t } from "elysia";
 import { SiteParams } from "../admin/model";
 import type { CompiledSite } from "../core/compile";
-import type { Deps } from "../deps";
+import type { SiteRegistry } from "../sites/registry";
 import { servedSite } from "../sites/selection";
-import { explainJson } from "./explain";
+import type { DecisionEngine } from "./engine";
 import { checkSubjects, DecideBody } from "./model";
-import { decideDepsOf } from "./service";
 
 /** POST /admin/tenants/:tenant/sites/:site/explain: the operator's explain (`npx svc explain`), no key, no rate window. */
-export function adminExplainRoutes(deps: Deps) {
-  const decideDeps = decideDepsOf(deps);
+export function adminExplainRoutes(deps: {
+  readonly registry: SiteRegistry;
+  readonly decisions: DecisionEngine;
+  readonly now: () => number;
+}) {
   return new Elysia().post(
     "/tenants/:tenant/sites/:site/explain",
     async ({ params, body, query }) => {
@@ -17,7 +19,7 @@ export function adminExplainRoutes(deps: Deps) {
       checkSubjects(body);
       const staged = query.preview === "true" && site.preview !== null;
       const document = (staged ? site.preview : site.live) as CompiledSite;
-      const json = await explainJson(decideDeps, {
+      const json = await deps.decisions.explainJson({
         site,
         document,
         preview: staged,

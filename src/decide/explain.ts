@@ -1,6 +1,7 @@
 import { explainFeature, type FeatureExplanation } from "../core/explain";
 import type { BatchResult, CompiledFeature, FactSnapshot, FeatureResult } from "../core/types";
-import { type DecideDeps, type DecideRequest, evaluateRequest } from "./service";
+import type { DecideRequest } from "./request";
+import { type DecideDeps, evaluateRequest } from "./service";
 
 /** The keyed decide answer under `explain: true` (docs/contracts.md): why, not a decision to act on. */
 export interface ExplainAnswer {

@@ -84,3 +84,6 @@ export const DecideAnswer = t.Object(
   },
   { additionalProperties: true },
 );
+
+/** Keyed decide's path: the route publishers' servers call. */
+export const KEYED_DECIDE_PATH = "/v1/decide";

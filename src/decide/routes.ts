@@ -1,32 +1,26 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { Config } from "../config";
 import type { CompiledSite } from "../core/compile";
-import type { Deps } from "../deps";
+import type { KeyedRate } from "../counters/quota-leases";
+import { takeKeyedRate } from "../counters/take-rate";
 import { bodyReadError, bodyTooLarge, pendingJsonBody } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
-import { authenticateKeyed } from "../keys/guard";
+import { authenticateKeyed, type KeyGuardDeps } from "../keys/guard";
+import type { Logger } from "../logger";
 import { PREVIEW_HEADER } from "../preview/tokens";
-import type { SiteState } from "../sites/registry";
+import { chooseDocument, type DecisionEngine, type DecisionEngineDeps, type DecisionSampler } from "./engine";
 import { explainJson } from "./explain";
 import { checkSubjects, DecideBody, type DecideInput } from "./model";
-import { decideDepsOf, decideJson, takeKeyedRate } from "./service";
+import { decideDepsOf, decideJson } from "./service";
 
-/**
- * The staged document under a valid preview token for this site; otherwise, silently, live.
- * The token is only verified when one is sent, so ordinary calls pay nothing for it.
- */
-export async function chooseDocument(
-  deps: Pick<Deps, "previewTokens">,
-  site: SiteState,
-  token: string | null,
-  now: number,
-): Promise<{ document: CompiledSite; preview: boolean }> {
-  const live = site.live as CompiledSite;
-  if (token === null || site.preview === null) return { document: live, preview: false };
-  const valid = await deps.previewTokens.verify(token, site.tenantId, site.id, now);
-  return valid ? { document: site.preview, preview: true } : { document: live, preview: false };
+/** What keyed decide needs of the process (a narrow view of the app's deps). */
+export interface KeyedDecideDeps extends KeyGuardDeps, DecisionEngineDeps {
+  readonly config: Pick<Config, "maxBodyBytes" | "igluVendor" | "readDeadlineMs">;
+  readonly keyedDecideRate: KeyedRate;
+  readonly decisions: DecisionEngine;
+  readonly impact: DecisionSampler;
+  readonly logger: Logger;
 }
-
-export const KEYED_DECIDE_PATH = "/v1/decide";
 
 /** One Headers for every answer: Bun copies it natively, cheaper than reading an object's entries. */
 const JSON_HEADERS = new Headers({ "content-type": "application/json" });
@@ -42,11 +36,12 @@ const JSON_HEADERS = new Headers({ "content-type": "application/json" });
  * body (400 malformed, 413 chunked over the limit); schema (422); rate window (429); decide.
  * The key is checked before the body is read, so an unauthenticated caller costs a header read.
  */
-export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Response> {
+export function keyedDecideHandler(deps: KeyedDecideDeps): (request: Request) => Promise<Response> {
   const decideDeps = decideDepsOf(deps);
   const schema = TypeCompiler.Compile(DecideBody);
   const maxBody = deps.config.maxBodyBytes;
   const impact = deps.impact;
+  const decisions = deps.decisions;
   return async (request) => {
     try {
       const length = request.headers.get("content-length");
@@ -74,13 +69,13 @@ export function keyedDecideHandler(deps: Deps): (request: Request) => Promise<Re
       let preview = false;
       // The preview header is only read while the site has a staged document.
       const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
-      if (token !== null) ({ document, preview } = await chooseDocument(deps, site, token, now));
+      if (token !== null) ({ document, preview } = await chooseDocument(deps.previewTokens, site, token, now));
       const req = { site, document, preview, input, userId: input.userId ?? null, now };
       // The one check explain adds to the path: an absent member.
       const decided = input.explain === true ? explainJson(decideDeps, req) : decideJson(decideDeps, req);
       const json = decided instanceof Promise ? await decided : decided;
       // Answered: impact replay may keep it (a countdown here; a pick is captured later).
-      impact.offer(decideDeps, req, json);
+      impact.offer(decisions, req, json);
       return new Response(json, { headers: JSON_HEADERS });
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);

@@ -1,19 +1,16 @@
+import type { Config } from "../config";
 import type { CompiledSite } from "../core/compile";
 import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, CompiledMeter, FactSnapshot, MeterRead } from "../core/types";
 import type { MeterCounters, MeterTable, SeenAdmission } from "../counters/meter-counters";
-import type { KeyedRate } from "../counters/quota-leases";
-import type { RateWindows } from "../counters/rate-windows";
-import type { Deps } from "../deps";
 import type { GiftLedger } from "../gifts/ledger";
 import { StoreUnavailable, withinDeadline } from "../infra/deadline";
-import { AppError } from "../infra/errors";
 import { factsOf, type NewsletterFacts, type NewsletterFactsCache, unknownFacts } from "../newsletters/facts-cache";
 import type { SiteState } from "../sites/registry";
 import type { StreamingFactsCache } from "../streaming/facts-cache";
 import type { UserFactsCache } from "../users/facts-cache";
 import { answerJson } from "./answer-json";
-import type { DecideInput } from "./model";
+import type { DecideRequest, Effects, Observer } from "./request";
 
 export interface DecideDeps {
   readonly meters: MeterCounters;
@@ -29,10 +26,18 @@ export interface DecideDeps {
   readonly newsletterFacts?: NewsletterFactsCache;
 }
 
+/** Where decide's facts come from: the process' stores and caches (a narrow view of the app's deps). */
+export interface DecideSources {
+  readonly meters: MeterCounters;
+  readonly userFacts: UserFactsCache;
+  readonly streamingFacts: StreamingFactsCache;
+  readonly gifts: GiftLedger;
+  readonly config: Pick<Config, "igluVendor" | "readDeadlineMs">;
+  readonly newsletters?: { readonly facts: NewsletterFactsCache };
+}
+
 /** What decide needs of the process' dependencies (every decide route builds it once). */
-export function decideDepsOf(
-  deps: Pick<Deps, "meters" | "userFacts" | "streamingFacts" | "config" | "gifts"> & Partial<Pick<Deps, "newsletters">>,
-): DecideDeps {
+export function decideDepsOf(deps: DecideSources): DecideDeps {
   return {
     newsletterFacts: deps.newsletters?.facts,
     meters: deps.meters,
@@ -42,42 +47,6 @@ export function decideDepsOf(
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
     readDeadlineMs: deps.config.readDeadlineMs,
   };
-}
-
-export interface DecideRequest {
-  readonly site: SiteState;
-  /** The compiled document to evaluate: live, or the staged one under a valid preview token. */
-  readonly document: CompiledSite;
-  readonly preview: boolean;
-  readonly input: DecideInput;
-  readonly userId: string | null;
-  /** Grants from the signed access cookie (browser routes); otherwise read for `userId`. */
-  readonly grants?: FactSnapshot["grants"];
-  /** The request carried a session cookie but no usable access cookie. */
-  readonly accessMissing?: boolean;
-  /** `org.*` facts from the access cookie (browser routes); absent: unavailable (keyed route). */
-  readonly org?: FactSnapshot["org"];
-  readonly now: number;
-}
-
-/**
- * What a request does with its evaluation: `true` applies its effects (decide), `false` applies
- * none, and a function is handed the frozen snapshot and the result (explain, OFREP) with a
- * callback that applies the batch's meter ticks, valid only during that call (same synchronous run).
- * An observer that will tick says so (`ticking`, OFREP): a seen meter's new member is then
- * admitted by the store first (`admitThenTick`), as for decide, and the observer is called once
- * the ticks are applied (its callback then does nothing). Explain never ticks and never writes.
- */
-export type Effects = boolean | Observer;
-export type Observer = ((snapshot: FactSnapshot, result: BatchResult, applyTicks: () => void) => void) & {
-  readonly ticking?: true;
-};
-
-/** An observer that applies the batch's ticks (OFREP). */
-export function tickingObserver(
-  observe: (snapshot: FactSnapshot, result: BatchResult, applyTicks: () => void) => void,
-): Observer {
-  return Object.assign(observe, { ticking: true as const });
 }
 
 /** The `gift` namespace of a request (EMPTY_OBJECT: no gift), passed along rather than kept on the request so its shape stays one. */
@@ -107,24 +76,6 @@ function readsNewsletters(document: CompiledSite, names: readonly string[]): boo
  * on it, so the request's shape stays one on the hot path) until its snapshot is built.
  */
 const standingsOfRequest = new WeakMap<DecideRequest, NewsletterFacts>();
-
-/** A 429 with Retry-After when the window is spent; a domain result turned into an error here. */
-/** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
-export function takeKeyedRate(rate: KeyedRate, key: string, nowMs: number): void | Promise<void> {
-  const retryAfter = rate.take(key, nowMs);
-  if (typeof retryAfter === "number") return refuseAfter(retryAfter);
-  return retryAfter.then(refuseAfter);
-}
-
-function refuseAfter(retryAfter: number): void {
-  if (retryAfter > 0) {
-    throw new AppError("rate_limited", "Too many requests.", undefined, 429, { "retry-after": String(retryAfter) });
-  }
-}
-
-export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
-  refuseAfter(windows.take(key, nowMs));
-}
 
 /**
  * A document's meter with its counter table for one period (looked up once per period). Never

@@ -1,16 +1,17 @@
 import { Elysia } from "elysia";
 import { SiteParams } from "../admin/model";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { SiteRegistry } from "../sites/registry";
 import { servedSite } from "../sites/selection";
 import { replayImpact } from "./replay";
+import type { ImpactSamples } from "./samples";
 
 /**
  * GET /admin/tenants/:tenant/sites/:site/impact: this process's recent decide requests replayed
  * against the staged document (docs/operations.md, "Impact before publish"). Counts and decision
  * labels only: no sample's facts leave the server.
  */
-export function adminImpactRoutes(deps: Deps) {
+export function adminImpactRoutes(deps: { readonly registry: SiteRegistry; readonly impact: ImpactSamples }) {
   return new Elysia().get(
     "/tenants/:tenant/sites/:site/impact",
     ({ params }) => {

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { BatchResult, FactSnapshot, MeterKind, MeterRead } from "../core/types";
-import type { DecideDeps, DecideRequest } from "../decide/service";
-import { evaluateRequest } from "../decide/service";
+import type { DecisionEngine, DecisionSampler } from "../decide/engine";
+import type { DecideRequest } from "../decide/request";
 import type { Logger } from "../logger";
 
 /**
@@ -121,7 +121,7 @@ class Ring {
  * picked request is captured later, off the request's path, by evaluating it again with no
  * effect at all, as explain does.
  */
-export class ImpactSamples {
+export class ImpactSamples implements DecisionSampler {
   private countdown: number;
   private second = -1;
   private inSecond = 0;
@@ -145,9 +145,9 @@ export class ImpactSamples {
    * Offers a request decide answered, with its answer (after answering it). All the hot path
    * pays is the decrement and the compare; never throws.
    */
-  offer(deps: DecideDeps, req: DecideRequest, answer: string): void {
+  offer(engine: DecisionEngine, req: DecideRequest, answer: string): void {
     if (--this.countdown > 0) return;
-    this.pick(deps, req, answer);
+    this.pick(engine, req, answer);
   }
 
   /** The samples held for a site, oldest first (a copy). */
@@ -170,7 +170,7 @@ export class ImpactSamples {
     return 1 + Math.floor(Math.random() * (2 * this.every - 1));
   }
 
-  private pick(deps: DecideDeps, req: DecideRequest, answer: string): void {
+  private pick(engine: DecisionEngine, req: DecideRequest, answer: string): void {
     try {
       this.countdown = this.nextCountdown();
       // Operators' own calls (a preview token, explain) are not the readers' traffic.
@@ -182,7 +182,7 @@ export class ImpactSamples {
       }
       if (this.inSecond >= this.perSecond) return;
       this.inSecond++;
-      setImmediate(() => this.capture(deps, req, answer));
+      setImmediate(() => this.capture(engine, req, answer));
     } catch {
       // Sampling never fails a request.
     }
@@ -192,7 +192,7 @@ export class ImpactSamples {
    * Evaluates the request again with no effect (no meter tick, no gift redemption, no exposure)
    * and keeps what its snapshot held.
    */
-  private capture(deps: DecideDeps, req: DecideRequest, answer: string): void {
+  private capture(engine: DecisionEngine, req: DecideRequest, answer: string): void {
     const observe = (snapshot: FactSnapshot, result: BatchResult) => {
       this.keep(req, snapshot, result, answer);
     };
@@ -200,7 +200,7 @@ export class ImpactSamples {
       this.logger?.debug("impact sample not captured", { error: String(error) });
     };
     try {
-      const evaluated = evaluateRequest(deps, req, observe);
+      const evaluated = engine.evaluate(req, observe);
       if (evaluated instanceof Promise) evaluated.catch(failed);
     } catch (error) {
       failed(error);

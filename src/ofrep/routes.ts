@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
-import { chooseDocument } from "../decide/routes";
-import { decideDepsOf, takeKeyedRate } from "../decide/service";
-import type { Deps } from "../deps";
+import type { KeyedRate } from "../counters/quota-leases";
+import { takeKeyedRate } from "../counters/take-rate";
+import type { DecisionEngine } from "../decide/engine";
 import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
@@ -32,14 +32,20 @@ function answer(request: Request, body: unknown, ticked: boolean): Response {
  * key and site header, the same rate window as /v1/decide (429 with Retry-After), flags evaluated
  * through the decide pipeline (meters tick as they do on decide).
  */
-export function ofrepRoutes(deps: Deps) {
-  const decideDeps = decideDepsOf(deps);
+export type OfrepDeps = Parameters<typeof credentials>[0] & {
+  readonly now: () => number;
+  readonly keyedDecideRate: KeyedRate;
+  readonly decisions: DecisionEngine;
+};
+
+export function ofrepRoutes(deps: OfrepDeps) {
+  const engine = deps.decisions;
   const prepare = async ({ apiKey, site }: KeyedRequest, request: Request) => {
     const now = deps.now();
     const rated = takeKeyedRate(deps.keyedDecideRate, apiKey.id, now);
     if (rated !== undefined) await rated;
     const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
-    return { now, ...(await chooseDocument(deps, site, token, now)) };
+    return { now, ...(await engine.chooseDocument(site, token, now)) };
   };
   return new Elysia({ prefix: "/ofrep/v1/evaluate" })
     .use(credentials(deps))
@@ -51,7 +57,7 @@ export function ofrepRoutes(deps: Deps) {
         const { now, document, preview } = await prepare({ apiKey, site }, request);
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
-          evaluated = await evaluateFlags(decideDeps, site, document, preview, [key], body.context, now);
+          evaluated = await evaluateFlags(engine, site, document, preview, [key], body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext) {
             return json(400, { key, errorCode: "INVALID_CONTEXT", errorDetails: error.message });
@@ -72,7 +78,7 @@ export function ofrepRoutes(deps: Deps) {
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
           const names = namedFeatures(body.context);
-          evaluated = await evaluateFlags(decideDeps, site, document, preview, names, body.context, now);
+          evaluated = await evaluateFlags(engine, site, document, preview, names, body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext)
             return json(400, { errorCode: "INVALID_CONTEXT", errorDetails: error.message });

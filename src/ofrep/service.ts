@@ -1,8 +1,9 @@
 import type { CompiledSite } from "../core/compile";
 import { explainFeature } from "../core/explain";
 import type { BatchResult, CompiledFeature, FactSnapshot, FeatureResult } from "../core/types";
+import type { DecisionEngine } from "../decide/engine";
 import type { DecideInput } from "../decide/model";
-import { type DecideDeps, evaluateRequest, tickingObserver } from "../decide/service";
+import { tickingObserver } from "../decide/request";
 import type { SiteState } from "../sites/registry";
 import type { OfrepFailure, OfrepSuccess } from "./model";
 
@@ -83,7 +84,7 @@ function needsSubject(document: CompiledSite, feature: CompiledFeature): boolean
  * subject without one: TARGETING_KEY_MISSING (and it is not evaluated).
  */
 export function evaluateFlags(
-  deps: DecideDeps,
+  engine: DecisionEngine,
   site: SiteState,
   document: CompiledSite,
   preview: boolean,
@@ -116,8 +117,7 @@ export function evaluateFlags(
   if (evaluate.length === 0) return answer(new Map(), false);
   let flags = new Map<string, OfrepSuccess>();
   let ticked = false;
-  const evaluated = evaluateRequest(
-    deps,
+  const evaluated = engine.evaluate(
     { site, document, preview, input: { ...input, features: evaluate }, userId: input.userId ?? null, now },
     tickingObserver((snapshot, result, applyTicks) => {
       applyTicks();
