@@ -1,13 +1,17 @@
 import { Elysia } from "elysia";
 import { SiteParams } from "../admin/model";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
-import type { SiteState } from "../sites/registry";
+import type { SiteRegistry, SiteState } from "../sites/registry";
 import { AdminGiftParams, AttributionReply, RevokeGiftReply } from "./model";
-import { giftAttribution, revokeGift } from "./service";
+import { type GiftDeps, giftAttribution, revokeGift } from "./service";
+
+/** The operator gift routes' deps: the gift service's, and the registry for the site in the path. */
+export interface AdminGiftRouteDeps extends GiftDeps {
+  readonly registry: SiteRegistry;
+}
 
 /** Operator routes for gift links (inside the /admin group): revoke any link, attribution report. */
-export function adminGiftRoutes(deps: Deps) {
+export function adminGiftRoutes(deps: AdminGiftRouteDeps) {
   const siteOf = (tenant: string, site: string): SiteState => {
     const state = deps.registry.site(tenant, site);
     if (state === undefined) throw new AppError("not_found", "Unknown site.");

@@ -1,14 +1,16 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { credentials } from "../identity/credentials";
+import { type CredentialDeps, credentials } from "../identity/credentials";
 import { MintGiftBody, MintGiftReply, RevokeGiftBody, RevokeGiftReply } from "./model";
-import { mintGift, revokeGift } from "./service";
+import { type GiftDeps, mintGift, revokeGift } from "./service";
+
+/** The gift routes' deps: the key credential's and the gift service's. */
+export type GiftRouteDeps = CredentialDeps & GiftDeps;
 
 /**
  * Gift links, server to server (`/v1` only; a key of the site): the publisher's back end mints a
  * link for its signed-in reader and revokes it on their behalf. docs/gift-links.md.
  */
-export function giftRoutes(deps: Deps) {
+export function giftRoutes(deps: GiftRouteDeps) {
   return new Elysia({ prefix: "/v1" })
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: false } })

@@ -1,14 +1,25 @@
 import { randomUUID } from "node:crypto";
+import type { ChangeFeed } from "../changes/change-feed";
 import type { CompiledSite } from "../core/compile";
-import type { Deps } from "../deps";
+import type { Flusher } from "../counters/flusher";
 import type { SiteState } from "../sites/registry";
+import type { UserStore } from "../users/store";
 import { allowanceSpent, giftsNotEnabled, unknownArticle, unknownGift, unknownGifter } from "./errors";
-import { lifetimeMs } from "./ledger";
+import { type GiftLedger, lifetimeMs } from "./ledger";
 import type { MintGiftBody } from "./model";
-import type { AttributionReport } from "./store";
+import type { AttributionReport, GiftStore } from "./store";
 import { contentHashOf } from "./token";
 
-export type GiftDeps = Pick<Deps, "gifts" | "giftStore" | "users" | "changes" | "flusher" | "now">;
+/** What minting, revoking and the attribution report read. */
+export interface GiftDeps {
+  readonly gifts: GiftLedger;
+  readonly giftStore: GiftStore;
+  readonly users: UserStore;
+  readonly changes: ChangeFeed;
+  /** Flushed before the attribution report, so it is current. */
+  readonly flusher: Flusher;
+  readonly now: () => number;
+}
 
 /** The calendar month (UTC) a gifter's allowance is counted in: `YYYY-MM`. */
 export const allowancePeriod = (now: number): string => new Date(now).toISOString().slice(0, 7);

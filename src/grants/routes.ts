@@ -1,9 +1,11 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import type { Mount } from "../http/mounts";
-import { credentials } from "../identity/credentials";
+import { type CredentialDeps, credentials } from "../identity/credentials";
 import { GrantsReply } from "./model";
 import { heldGrants } from "./service";
+
+/** The grants route reads the user's grants and the clock through the credentials' deps. */
+export type GrantRouteDeps = CredentialDeps;
 
 /**
  * GET /v1/grants (both mounts): the signed-in user's own grants with their expiry. Session
@@ -11,7 +13,7 @@ import { heldGrants } from "./service";
  * exist in every identity mode, so the route answers in every mode; at an `external_only` site
  * a caller has no service session, so it answers 401 there.
  */
-export function grantRoutes(deps: Deps, prefix: Mount) {
+export function grantRoutes(deps: GrantRouteDeps, prefix: Mount) {
   const id = deps.identityDeps;
   return new Elysia({ prefix })
     .use(credentials(deps))

@@ -1,14 +1,18 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import { corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
+import type { SiteRegistry } from "../sites/registry";
 import { readSiteId, servedSite, tenantOf } from "../sites/selection";
+
+export interface IdentityConfigRouteDeps {
+  readonly registry: SiteRegistry;
+}
 
 /**
  * GET /v1/id/config (both mounts): the public identity settings of a site. No credential;
  * `cors: "public"`: `Access-Control-Allow-Origin: *`, cached per site header rather than per Origin.
  */
-export function identityConfigRoutes(deps: Deps, prefix: Mount) {
+export function identityConfigRoutes(deps: IdentityConfigRouteDeps, prefix: Mount) {
   return new Elysia({ prefix }).use(corsPolicy).get(
     "/id/config",
     ({ request }) => {

@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { authenticateKeyed, type KeyedRequest, type KeyGuardOptions } from "../keys/guard";
+import { authenticateKeyed, type KeyedRequest, type KeyGuardDeps, type KeyGuardOptions } from "../keys/guard";
 import type { SiteState } from "../sites/registry";
 import { selectedSite } from "../sites/selection";
 import type { UserRow } from "../users/store";
@@ -8,12 +7,18 @@ import { type BrowserIdentity, browserIdentity } from "./browser-credential";
 import {
   assertNotExternalOnly,
   currentSession,
+  type IdentityDeps,
   type PresentedSession,
   presentedSession,
   refuseApiKeyOnBrowserRoute,
   signInRequired,
 } from "./service";
 import type { SessionRow } from "./store";
+
+/** What the credentials read: the key guard's (keys, registry, clock) and identity's sessions and access tokens. */
+export interface CredentialDeps extends KeyGuardDeps {
+  readonly identityDeps: IdentityDeps;
+}
 
 /**
  * Which sites a session route answers at: `identity` refuses an `external_only` site (404, the
@@ -53,7 +58,7 @@ export type SessionCredential = {
  * One instance per deps, named and seeded, so using it in several route groups adds its macros
  * once and two apps in one process never share one.
  */
-export function credentials(deps: Deps) {
+export function credentials(deps: CredentialDeps) {
   let plugin = plugins.get(deps);
   if (plugin === undefined) {
     plugin = credentialsPlugin(deps, ++seeds);
@@ -62,10 +67,10 @@ export function credentials(deps: Deps) {
   return plugin;
 }
 
-const plugins = new WeakMap<Deps, ReturnType<typeof credentialsPlugin>>();
+const plugins = new WeakMap<CredentialDeps, ReturnType<typeof credentialsPlugin>>();
 let seeds = 0;
 
-function credentialsPlugin(deps: Deps, seed: number) {
+function credentialsPlugin(deps: CredentialDeps, seed: number) {
   const keyed = new WeakMap<Request, KeyedRequest>();
   return new Elysia({ name: "credentials", seed })
     .macro("session", (scope: SessionScope) => ({

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
+import type { Config } from "../config";
 import { corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
 import { AppError } from "../infra/errors";
@@ -13,7 +13,7 @@ import {
   SESSION_COOKIE,
   setCookie,
 } from "./cookies";
-import { credentials } from "./credentials";
+import { type CredentialDeps, credentials } from "./credentials";
 import { magicLinkPage } from "./interstitial";
 import { trustedLinkOrigin } from "./link-origin";
 import { ConsumeBody, ExchangeBody, MagicLinkBody, MagicLinkPageQuery, UserDetailsBody } from "./model";
@@ -51,8 +51,13 @@ function clientOf(server: { requestIP(r: Request): { address: string } | null } 
   return server?.requestIP(request)?.address ?? "unknown";
 }
 
+/** The identity routes' deps: the credentials', and the service-wide origin for links. */
+export interface IdentityRouteDeps extends CredentialDeps {
+  readonly config: Pick<Config, "publicUrl">;
+}
+
 /** The identity routes of one mount (`/v1` or `/svc/v1`): sessions, magic links, profile, exchange. */
-export function identityRoutes(deps: Deps, prefix: Mount) {
+export function identityRoutes(deps: IdentityRouteDeps, prefix: Mount) {
   const id = deps.identityDeps;
   const site = (request: Request, fallback?: string | null) => selectedSite(deps.registry, request, fallback);
   return new Elysia({ prefix })

@@ -1,11 +1,13 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { credentials } from "./credentials";
+import { type CredentialDeps, credentials } from "./credentials";
 import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
 import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";
 
+/** The pushes read identity's stores through the credentials' deps. */
+export type UpstreamPushRouteDeps = CredentialDeps;
+
 /** POST /v1/id/upstream/*: the upstream system's pushes about its people (`/v1` only; a key of any of the tenant's sites). */
-export function upstreamPushRoutes(deps: Deps) {
+export function upstreamPushRoutes(deps: UpstreamPushRouteDeps) {
   const id = deps.identityDeps;
   return new Elysia({ prefix: "/v1" })
     .use(credentials(deps))

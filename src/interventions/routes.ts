@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { credentials } from "../identity/credentials";
+import { type CredentialDeps, credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";
 import { InterventionsQuery } from "./model";
@@ -14,12 +13,15 @@ const tooManyStreams = () =>
 
 const encoder = new TextEncoder();
 
+/** The stream needs only the key credential; the hub is passed on its own. */
+export type InterventionRouteDeps = CredentialDeps;
+
 /**
  * GET /v1/decide/interventions (docs/interventions.md): server-sent events telling a publisher's
  * server that decisions for its subjects may have changed, so it decides again. An API key of the
  * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it).
  */
-export function interventionRoutes(deps: Deps, hub: InterventionHub) {
+export function interventionRoutes(deps: InterventionRouteDeps, hub: InterventionHub) {
   return new Elysia({ prefix: "/v1/decide" })
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: false } })

@@ -6,7 +6,7 @@ import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
 import type { ServiceConfigs } from "../outside/service-config";
-import type { SiteRegistry, SiteState } from "../sites/registry";
+import type { SiteRegistry } from "../sites/registry";
 import type { UserStore } from "../users/store";
 import { NewsletterFactsCache } from "./facts-cache";
 import { UnsubscribeTokens } from "./mail";
@@ -43,32 +43,6 @@ export const ANONYMOUS_MAIL_LIMITS = Object.freeze({
   perClient: { limit: 20, windowMs: 10 * 60_000 },
   perSite: { limit: 500, windowMs: 10 * 60_000 },
 });
-
-/** A list the site deploys, as the routes use it. */
-export interface DeployedList {
-  readonly id: string;
-  readonly slug: string;
-  readonly label: string;
-  readonly description: string | null;
-  readonly doubleOptIn: boolean;
-}
-
-/** The site's live lists, in document order (ids are filled at deploy). */
-export function deployedLists(site: SiteState): DeployedList[] {
-  return (site.live?.document.newsletters ?? []).flatMap((l) =>
-    l.id === undefined
-      ? []
-      : [
-          {
-            id: l.id.toLowerCase(),
-            slug: l.slug,
-            label: l.label,
-            description: l.description ?? null,
-            doubleOptIn: l.doubleOptIn ?? true,
-          },
-        ],
-  );
-}
 
 /** Builds the newsletter deps (src/deps.ts) and registers the vendor sync job on the queue. */
 export function createNewsletterDeps(

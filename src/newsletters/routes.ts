@@ -1,10 +1,13 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
+import type { Config } from "../config";
 import { appErrorResponse } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { AppError } from "../infra/errors";
+import type { Logger } from "../logger";
+import type { SiteRegistry } from "../sites/registry";
 import { selectedSite, tenantOf } from "../sites/selection";
+import type { NewsletterDeps } from "./deps";
 import { SubscriptionsBody, SubscriptionsQuery } from "./model";
 import { confirmPage, outcomePage, outcomeStatus, PAGE_HEADERS, unsubscribePage } from "./pages";
 import {
@@ -16,7 +19,20 @@ import {
   unsubscribeByLink,
   unsubscribeLinkOf,
 } from "./service";
-import { newsletterSubject } from "./subject";
+import { type NewsletterSubjectDeps, newsletterSubject } from "./subject";
+
+/** The newsletter routes' deps: the subject's, the newsletter deps, and the service-wide origin for links. */
+export interface NewsletterRouteDeps extends NewsletterSubjectDeps {
+  readonly newsletters: NewsletterDeps;
+  readonly config: Pick<Config, "publicUrl">;
+}
+
+/** The emailed links' deps: the newsletter deps, the tenant by host, and the log for a failed link. */
+export interface NewsletterLinkRouteDeps {
+  readonly newsletters: NewsletterDeps;
+  readonly registry: SiteRegistry;
+  readonly logger: Logger;
+}
 
 type Server = { requestIP(r: Request): { address: string } | null } | null;
 
@@ -33,7 +49,7 @@ const LINK_MOUNT = "/v1";
  * CORS: the site's lists (no credential), and a person's subscriptions (session, upstream
  * login, API key with `userId`, or nobody). docs/newsletters.md.
  */
-export function newsletterRoutes(deps: Deps, prefix: Mount) {
+export function newsletterRoutes(deps: NewsletterRouteDeps, prefix: Mount) {
   const nl = deps.newsletters;
   return new Elysia({ prefix })
     .get("/newsletters/lists", ({ request }) => listsOf(selectedSite(deps.registry, request)))
@@ -84,7 +100,7 @@ function selfOf(request: Request): string {
  * ahead of the app's JSON body parser: a mail client's one-click POST sends a form body
  * (`List-Unsubscribe=One-Click`), which these routes never read. They answer pages, not JSON.
  */
-export function newsletterLinkRoutes(deps: Deps) {
+export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
   const nl = deps.newsletters;
   const guarded =
     (handler: (request: Request, server: Server) => Promise<Response>) =>

@@ -1,12 +1,17 @@
-import type { Deps } from "../deps";
 import { readCookie, SESSION_COOKIE } from "../identity/cookies";
-import { exchangeCredential, exchangeError, presentsApiKey, signInRequired } from "../identity/service";
+import {
+  exchangeCredential,
+  exchangeError,
+  type IdentityDeps,
+  presentsApiKey,
+  signInRequired,
+} from "../identity/service";
 import { AppError } from "../infra/errors";
-import { authenticateKeyed } from "../keys/guard";
+import { authenticateKeyed, type KeyGuardDeps } from "../keys/guard";
 import { hashSecret } from "../keys/key-value";
 import type { SiteState } from "../sites/registry";
 import { selectedSite } from "../sites/selection";
-import type { UserRow } from "../users/store";
+import type { UserRow, UserStore } from "../users/store";
 
 /**
  * Who a newsletter request is about, from its one credential:
@@ -20,6 +25,12 @@ export type NewsletterSubject =
   | { readonly kind: "session" | "upstream"; readonly site: SiteState; readonly user: UserRow }
   | { readonly kind: "key"; readonly site: SiteState; readonly user: UserRow | null }
   | { readonly kind: "anonymous"; readonly site: SiteState; readonly user: null };
+
+/** What resolving the subject reads: the key guard's deps, users (for a key's `userId`), identity's sessions and exchange. */
+export interface NewsletterSubjectDeps extends KeyGuardDeps {
+  readonly users: UserStore;
+  readonly identityDeps: IdentityDeps;
+}
 
 const userIdRefused = () => new AppError("bad_request", "userId is allowed only with an API key.");
 const mixedCredentials = () =>
@@ -44,7 +55,7 @@ function bearerOf(headers: Headers): string | null {
  * way to a valid upstream login (as get-session's exchange does).
  */
 export async function newsletterSubject(
-  deps: Deps,
+  deps: NewsletterSubjectDeps,
   request: Request,
   userId: string | undefined,
 ): Promise<NewsletterSubject> {

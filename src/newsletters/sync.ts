@@ -1,8 +1,26 @@
-import { RetryAt } from "../jobs/queue";
+import { type JobQueue, RetryAt } from "../jobs/queue";
 import { ListmonkVendor, type NewsletterVendor, VendorUnavailable } from "../outside/listmonk/client";
+import type { ServiceConfigs } from "../outside/service-config";
 import type { ServiceConfig } from "../outside/service-config-model";
-import { deployedLists, type NewsletterDeps } from "./deps";
-import { effectiveStatus } from "./store";
+import type { SiteRegistry } from "../sites/registry";
+import type { UserStore } from "../users/store";
+import { deployedLists } from "./lists";
+import type { UnsubscribeTokens } from "./mail";
+import { effectiveStatus, type NewsletterStore } from "./store";
+
+/** What the vendor sync reads of the newsletter deps (deps.ts builds them and registers the job). */
+export interface SyncDeps {
+  readonly store: NewsletterStore;
+  readonly services: ServiceConfigs;
+  readonly jobs: JobQueue;
+  readonly users: UserStore;
+  readonly registry: SiteRegistry;
+  readonly unsubscribeTokens: UnsubscribeTokens;
+  readonly now: () => number;
+  /** The service-wide origin for the unsubscribe URL when the tenant has none: SVC_PUBLIC_URL. */
+  readonly publicUrl: string | undefined;
+  readonly vendorTimeoutMs: number;
+}
 
 /** The job kind of a vendor sync of one (list, user). */
 export const SYNC_JOB = "newsletters.sync";
@@ -24,7 +42,7 @@ export function syncKey(tenantId: string, listId: string, userId: string): strin
  * idempotent and a burst of changes sends only the last.
  */
 export async function enqueueSync(
-  deps: Pick<NewsletterDeps, "services" | "jobs">,
+  deps: Pick<SyncDeps, "services" | "jobs">,
   tenantId: string,
   userId: string,
   listIds: readonly string[],
@@ -40,9 +58,9 @@ export async function enqueueSync(
   );
 }
 
-const vendorLists = new WeakMap<NewsletterDeps, Map<string, Map<string, number>>>();
+const vendorLists = new WeakMap<SyncDeps, Map<string, Map<string, number>>>();
 
-function vendorOf(deps: NewsletterDeps, config: ServiceConfig<"listmonk">): NewsletterVendor {
+function vendorOf(deps: SyncDeps, config: ServiceConfig<"listmonk">): NewsletterVendor {
   let byUrl = vendorLists.get(deps);
   if (byUrl === undefined) {
     byUrl = new Map();
@@ -64,7 +82,7 @@ function vendorOf(deps: NewsletterDeps, config: ServiceConfig<"listmonk">): News
  * only if the vendor was told it was subscribed. A `pending` address never reaches the vendor.
  * The vendor down or slow throws: retried with backoff (its Retry-After when it gives one).
  */
-export async function runSync(deps: NewsletterDeps, payload: SyncPayload): Promise<void> {
+export async function runSync(deps: SyncDeps, payload: SyncPayload): Promise<void> {
   const resolved = await deps.services.resolve(payload.tenantId, "listmonk");
   if (!resolved.configured) return;
   const [row] = await deps.store.standings(payload.tenantId, payload.userId, [payload.listId]);
@@ -117,7 +135,7 @@ export async function runSync(deps: NewsletterDeps, payload: SyncPayload): Promi
 }
 
 /** Registers the sync job kind on the queue. */
-export function registerSyncJob(deps: NewsletterDeps): void {
+export function registerSyncJob(deps: SyncDeps): void {
   deps.jobs.register(SYNC_JOB, (payload) => runSync(deps, payload as SyncPayload), {
     debounceMs: 0,
     maxAttempts: 12,

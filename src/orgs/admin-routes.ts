@@ -1,9 +1,15 @@
 import { Elysia } from "elysia";
 import { TenantParams } from "../admin/model";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { SiteRegistry } from "../sites/registry";
 import { CreateOrganizationBody } from "./model";
 import { membershipJson, organizationJson } from "./service";
+import type { OrgStore } from "./store";
+
+export interface AdminOrgRouteDeps {
+  readonly registry: SiteRegistry;
+  readonly orgs: OrgStore;
+}
 
 /**
  * Operator routes for organizations (mounted inside the /admin group, behind the operator
@@ -11,7 +17,7 @@ import { membershipJson, organizationJson } from "./service";
  * existing ones. The owner is the user with `ownerEmail` (created when new, in the same
  * transaction: a refused creation writes nothing).
  */
-export function adminOrgRoutes(deps: Deps) {
+export function adminOrgRoutes(deps: AdminOrgRouteDeps) {
   const requireTenant = (tenant: string) => {
     if (!deps.registry.hasTenant(tenant)) throw new AppError("not_found", "Unknown tenant.");
   };

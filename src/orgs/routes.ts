@@ -1,10 +1,11 @@
 import { type AnyElysia, Elysia } from "elysia";
-import type { Deps } from "../deps";
+import type { Config } from "../config";
 import type { Mount } from "../http/mounts";
 import { ACCESS_COOKIE, setCookie } from "../identity/cookies";
-import { credentials, type SessionCredential } from "../identity/credentials";
+import { type CredentialDeps, credentials, type SessionCredential } from "../identity/credentials";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { accessGrant, assertNotExternalOnly } from "../identity/service";
+import type { Outbox } from "../mail/outbox";
 import { selectedSite } from "../sites/selection";
 import { invitationPage } from "./invitation-page";
 import {
@@ -31,9 +32,23 @@ import {
   updateMemberRole,
   updateOrganization,
 } from "./service";
+import type { OrgStore } from "./store";
+
+/** What orgDepsOf reads of the process' dependencies. */
+export interface OrgDepsSource {
+  readonly orgs: OrgStore;
+  readonly outbox: Outbox;
+  readonly now: () => number;
+  readonly config: Pick<Config, "invitationTtlDays">;
+}
+
+/** The organization routes' deps: the credentials', the service's, and the service-wide origin for links. */
+export interface OrgRouteDeps extends CredentialDeps, OrgDepsSource {
+  readonly config: Pick<Config, "publicUrl" | "invitationTtlDays">;
+}
 
 /** What the organization service needs of the process' dependencies. */
-export function orgDepsOf(deps: Deps): OrgDeps {
+export function orgDepsOf(deps: OrgDepsSource): OrgDeps {
   return {
     store: deps.orgs,
     outbox: deps.outbox,
@@ -49,7 +64,7 @@ export function orgDepsOf(deps: Deps): OrgDeps {
  * `AnyElysia`: the mounts' builder erases route types anyway, and the full chain's type made
  * app.ts's union too complex for the compiler (TS2590).
  */
-export function orgRoutes(deps: Deps, prefix: Mount): AnyElysia {
+export function orgRoutes(deps: OrgRouteDeps, prefix: Mount): AnyElysia {
   const org = orgDepsOf(deps);
   /** The caller the `session` credential resolved (site 400/404, mode 404 at external_only, session 401). */
   const callerOf = ({ site, session, user }: SessionCredential): Caller => ({

@@ -1,16 +1,25 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { credentials } from "../identity/credentials";
+import type { ChangeFeed } from "../changes/change-feed";
+import { type CredentialDeps, credentials } from "../identity/credentials";
 import { STREAMING_WRITE } from "../keys/service";
+import type { StreamingFactsCache } from "./facts-cache";
 import { StreamingBody, StreamingParams, StreamingReplySchema } from "./model";
 import { organizationPipeline, type StreamingDeps, writeBatch } from "./service";
+import type { StreamingStore } from "./store";
+
+/** The streaming route's deps: the key credential's, the store, this process' cache and the feed. */
+export interface StreamingRouteDeps extends CredentialDeps {
+  readonly streamingStore: StreamingStore;
+  readonly streamingFacts: StreamingFactsCache;
+  readonly changes: ChangeFeed;
+}
 
 /**
  * POST /v1/streaming/{pipeline} (`/v1` only): the organization's per-user rows for a pipeline
  * its site declares with source `organization`. An API key holding streaming:write; the site is
  * the key's pin (a site header naming another site is 403).
  */
-export function streamingRoutes(deps: Deps) {
+export function streamingRoutes(deps: StreamingRouteDeps) {
   const streaming: StreamingDeps = {
     store: deps.streamingStore,
     written: (site, userIds) => {
