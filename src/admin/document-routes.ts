@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
-import { diffAgainstLive, documentVersion, listDocuments, publishVersion } from "./documents";
+import { type DocumentDeps, diffAgainstLive, documentVersion, listDocuments, publishVersion } from "./documents";
 import { DiffBody, SiteParams, VersionParams } from "./model";
 
 /**
@@ -8,7 +7,7 @@ import { DiffBody, SiteParams, VersionParams } from "./model";
  * one version, publish a version (the staged preview, or an earlier one to roll back) and diff a
  * candidate document against the live one.
  */
-export function adminDocumentRoutes(deps: Deps) {
+export function adminDocumentRoutes(deps: DocumentDeps) {
   return new Elysia()
     .get("/tenants/:tenant/sites/:site/documents", ({ params }) => listDocuments(deps, params.tenant, params.site), {
       params: SiteParams,

@@ -1,10 +1,10 @@
 import { compare } from "fast-json-patch";
 import { validateSiteDocument } from "../core/document";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
-import { requireSite } from "./service";
+import { type AdminServiceDeps, requireSite } from "./service";
 
-type DocumentDeps = Pick<Deps, "siteStore" | "changes" | "registry">;
+/** The document history reads and publishes through the site store and the change feed. */
+export type DocumentDeps = AdminServiceDeps;
 
 const unknownVersion = () => new AppError("not_found", "Unknown document version.");
 

@@ -1,8 +1,10 @@
 import { type AnyElysia, Elysia } from "elysia";
-import { auditRecordOf, READS_BY_POST, recordAudit } from "../audit/summary";
-import type { Deps } from "../deps";
+import { type AuditRecordDeps, auditRecordOf, READS_BY_POST, recordAudit } from "../audit/summary";
+import type { Config } from "../config";
 import { AppError } from "../infra/errors";
+import type { KeyService } from "../keys/service";
 import { adminDocumentRoutes } from "./document-routes";
+import type { DocumentDeps } from "./documents";
 import {
   CreateSiteBody,
   CreateTenantBody,
@@ -24,14 +26,20 @@ import {
   setPublicUrl,
   setSiteDisabled,
 } from "./service";
-import { adminUserRoutes } from "./user-routes";
+import { type AdminUserDeps, adminUserRoutes } from "./user-routes";
+
+/** What the operator plane reads: its token, tenants, sites, keys and users, and where the audit goes. */
+export interface AdminDeps extends AdminUserDeps, DocumentDeps, AuditRecordDeps {
+  readonly config: Config;
+  readonly keys: KeyService;
+}
 
 /**
  * The operator plane under /admin: what the CLI and the console call. The guard and the audit hook
  * cover the tenant, site and key routes here and every capability's admin group in `groups`
  * (handed in by the app, so this folder imports no capability above it).
  */
-export function adminRoutes(deps: Deps, groups: readonly AnyElysia[] = []) {
+export function adminRoutes(deps: AdminDeps, groups: readonly AnyElysia[] = []) {
   const plane = new Elysia({ prefix: "/admin" })
     .onBeforeHandle(({ request }) => {
       const auth = request.headers.get("authorization");

@@ -1,8 +1,13 @@
+import type { ChangeFeed } from "../changes/change-feed";
 import { validateSiteDocument } from "../core/document";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { SiteStore } from "../sites/store";
 
-type AdminDeps = Pick<Deps, "siteStore" | "changes" | "registry">;
+/** What tenant and site changes need: the store, and the feed every process hears them on. */
+export interface AdminServiceDeps {
+  readonly siteStore: SiteStore;
+  readonly changes: ChangeFeed;
+}
 
 /**
  * A tenant's public URL as the origin it names (`https://id.news.example`, no trailing slash):
@@ -28,7 +33,7 @@ export function publicOrigin(value: string): string {
 }
 
 export async function createTenant(
-  deps: AdminDeps,
+  deps: AdminServiceDeps,
   input: { id: string; hosts?: string[]; default?: boolean; publicUrl?: string },
 ) {
   const hosts = [...new Set((input.hosts ?? []).map((h) => h.toLowerCase()))];
@@ -41,14 +46,14 @@ export async function createTenant(
 }
 
 /** Sets (or clears, with null) the origin the tenant's mailed links are built on. */
-export async function setPublicUrl(deps: AdminDeps, tenantId: string, value: string | null) {
+export async function setPublicUrl(deps: AdminServiceDeps, tenantId: string, value: string | null) {
   const publicUrl = value === null ? null : publicOrigin(value);
   if (!(await deps.siteStore.setPublicUrl(tenantId, publicUrl))) throw new AppError("not_found", "Unknown tenant.");
   await deps.changes.publish({ topic: "tenant", tenantId, subject: tenantId });
   return { tenant: tenantId, publicUrl };
 }
 
-export async function createSite(deps: AdminDeps, tenantId: string, siteId: string) {
+export async function createSite(deps: AdminServiceDeps, tenantId: string, siteId: string) {
   const result = await deps.siteStore.createSite(tenantId, siteId);
   if (result === "no_tenant") throw new AppError("not_found", "Unknown tenant.");
   if (result === "exists") throw new AppError("conflict", "A site with that id already exists in this tenant.");
@@ -56,7 +61,7 @@ export async function createSite(deps: AdminDeps, tenantId: string, siteId: stri
   return { id: siteId, tenant: tenantId, disabled: false, liveVersion: null, previewVersion: null };
 }
 
-export async function requireSite(deps: AdminDeps, tenantId: string, siteId: string) {
+export async function requireSite(deps: AdminServiceDeps, tenantId: string, siteId: string) {
   const [site] = await deps.siteStore.loadSites({ tenantId, siteId });
   if (!site) throw new AppError("not_found", "Unknown site.");
   return site;
@@ -67,7 +72,7 @@ export async function requireSite(deps: AdminDeps, tenantId: string, siteId: str
  * to it. An invalid document is refused with the failing JSON paths and changes nothing.
  */
 export async function deploySite(
-  deps: AdminDeps,
+  deps: AdminServiceDeps,
   tenantId: string,
   siteId: string,
   document: unknown,
@@ -83,7 +88,7 @@ export async function deploySite(
 }
 
 /** Disables (or enables again) a site: a disabled site answers 404 "Unknown site." everywhere. */
-export async function setSiteDisabled(deps: AdminDeps, tenantId: string, siteId: string, disabled: boolean) {
+export async function setSiteDisabled(deps: AdminServiceDeps, tenantId: string, siteId: string, disabled: boolean) {
   if (!(await deps.siteStore.setDisabled(tenantId, siteId, disabled))) throw new AppError("not_found", "Unknown site.");
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { id: siteId, tenant: tenantId, disabled };
@@ -91,7 +96,7 @@ export async function setSiteDisabled(deps: AdminDeps, tenantId: string, siteId:
 
 /** Connects (or disconnects, with null) a tenant's upstream identity provider. */
 export async function setIdentityProvider(
-  deps: AdminDeps,
+  deps: AdminServiceDeps,
   tenantId: string,
   idp: { issuer: string; jwksUrl: string } | null,
 ) {

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
-import type { GrantRow } from "../users/store";
+import type { PreviewTokens } from "../preview/tokens";
+import type { SiteRegistry } from "../sites/registry";
+import type { GrantRow, UserStore } from "../users/store";
 import {
   AddGrantBody,
   CreateUserBody,
@@ -11,15 +12,23 @@ import {
   TenantParams,
   UserParams,
 } from "./model";
-import { requireSite } from "./service";
+import { type AdminServiceDeps, requireSite } from "./service";
 
 const grantView = (g: GrantRow) => ({ grant: g.grant, expiresAt: g.expiresAt ? g.expiresAt.toISOString() : null });
 
-function requireTenant(deps: Deps, tenant: string): void {
+/** What the user, grant and preview-token routes read and change. */
+export interface AdminUserDeps extends AdminServiceDeps {
+  readonly now: () => number;
+  readonly registry: SiteRegistry;
+  readonly users: UserStore;
+  readonly previewTokens: PreviewTokens;
+}
+
+function requireTenant(deps: AdminUserDeps, tenant: string): void {
   if (!deps.registry.hasTenant(tenant)) throw new AppError("not_found", "Unknown tenant.");
 }
 
-async function requireUser(deps: Deps, tenant: string, user: string) {
+async function requireUser(deps: AdminUserDeps, tenant: string, user: string) {
   requireTenant(deps, tenant);
   const row = await deps.users.userById(tenant, user);
   if (!row) throw new AppError("not_found", "Unknown user.");
@@ -27,7 +36,7 @@ async function requireUser(deps: Deps, tenant: string, user: string) {
 }
 
 /** Operator routes for users, grants and preview tokens (mounted inside the /admin group). */
-export function adminUserRoutes(deps: Deps) {
+export function adminUserRoutes(deps: AdminUserDeps) {
   const grantsChanged = (tenantId: string, userId: string) =>
     deps.changes.publish({ topic: "grants", tenantId, subject: userId });
   return new Elysia()

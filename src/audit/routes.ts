@@ -1,9 +1,14 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import { AuditListQuery } from "./model";
+import type { AuditStore } from "./store";
+
+/** The audit log the operator reads. */
+export interface AuditRouteDeps {
+  readonly audit: AuditStore;
+}
 
 /** GET /admin/audit: the audit log, newest first (mounted inside the operator plane). */
-export function adminAuditRoutes(deps: Pick<Deps, "audit">) {
+export function adminAuditRoutes(deps: AuditRouteDeps) {
   return new Elysia().get(
     "/audit",
     async ({ query }) => {

@@ -57,6 +57,12 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
   "POST /tenants/:tenant/organizations": (r) => `organization ${text(member(r.response, "organization", "slug"))}`,
 };
 
+/** Where an audit record goes, and where a failure to record it is logged. */
+export interface AuditRecordDeps {
+  readonly audit: { record(entry: AuditRecord): Promise<void> };
+  readonly logger: Logger;
+}
+
 /** Routes that take a POST but change nothing (a body to read): not recorded. */
 export const READS_BY_POST: ReadonlySet<string> = new Set([
   "POST /tenants/:tenant/sites/:site/diff",
@@ -90,10 +96,7 @@ export function auditRecordOf(r: HandledRequest, actor: string, at: Date): Audit
  * Writes an audit entry. The action itself is already done (and answered): a failed write is
  * logged (action and target, never values), not thrown.
  */
-export async function recordAudit(
-  deps: { readonly audit: { record(entry: AuditRecord): Promise<void> }; readonly logger: Logger },
-  record: AuditRecord,
-): Promise<void> {
+export async function recordAudit(deps: AuditRecordDeps, record: AuditRecord): Promise<void> {
   try {
     await deps.audit.record(record);
   } catch (error) {

@@ -1,15 +1,24 @@
 import { Elysia } from "elysia";
 import { SiteParams } from "../admin/model";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { JobQueue } from "../jobs/queue";
+import type { SiteRegistry } from "../sites/registry";
 import { ContentItemParams } from "./model";
 import { CONTENT_JOB, siteKeyPrefix } from "./service";
+import type { ContentStore } from "./store";
+
+/** What the content admin routes read: the sites, the re-read queue and the stored items. */
+export interface AdminContentDeps {
+  readonly registry: SiteRegistry;
+  readonly jobs: JobQueue;
+  readonly contentStore: ContentStore;
+}
 
 /**
  * Operator routes for content (inside the /admin group): a site's item counts and re-read queue
  * (depth, oldest, dead), and one item as stored.
  */
-export function adminContentRoutes(deps: Deps) {
+export function adminContentRoutes(deps: AdminContentDeps) {
   const requireSite = (tenant: string, site: string) => {
     if (deps.registry.site(tenant, site) === undefined) throw new AppError("not_found", "Unknown site.");
   };

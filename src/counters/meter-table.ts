@@ -2,7 +2,7 @@ import type { AbsenceFilter } from "./absence-filter";
 import type { MeterName, SeenAdmission } from "./meter-store";
 import { countOf, holds, type Loaded, type MeterValue, meterKey, NO_ITEMS, type SeenValue } from "./meter-values";
 import { ROW_KEPT, ROW_REFUSED, ROW_WRITTEN } from "./refused-rows";
-import type { SiteSubjects } from "./site-subjects";
+import type { SiteSubjects, SlotHolder } from "./site-subjects";
 import { grown } from "./subject-index";
 
 /**
@@ -57,7 +57,7 @@ const REFUSED = 16;
  * queue in order; a dirty or in-flight slot is never evicted, so it still holds its subject when
  * the flush settles.
  */
-export class MeterTable {
+export class MeterTable implements SlotHolder {
   /** Subjects held. */
   private held = 0;
   /** Count meters: slot -> count. */

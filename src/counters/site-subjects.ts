@@ -1,5 +1,10 @@
-import type { MeterTable } from "./meter-table";
 import { SubjectIndex } from "./subject-index";
+
+/** What the site's subjects ask of a table that indexes its values by their slots (`MeterTable`). */
+export interface SlotHolder {
+  /** Whether the table holds the subject in this slot. */
+  holdsSlot(slot: number): boolean;
+}
 
 /**
  * The subjects of one (tenant, site), shared by every meter table of the site (each meter, each
@@ -14,7 +19,7 @@ import { SubjectIndex } from "./subject-index";
 export class SiteSubjects {
   private index = new SubjectIndex();
   /** The tables that index their values by this site's slots. */
-  readonly tables: MeterTable[] = [];
+  readonly tables: SlotHolder[] = [];
   /** The last subject found and its slot: a request's meters look up the same subject in turn. */
   private lastSubject: string | null = null;
   private lastSlot = -1;
@@ -43,7 +48,7 @@ export class SiteSubjects {
 
   /** A table dropped the subject in `slot`: the slot is freed once no table of the site holds it. */
   release(slot: number): void {
-    for (let i = 0; i < this.tables.length; i++) if ((this.tables[i] as MeterTable).holdsSlot(slot)) return;
+    for (let i = 0; i < this.tables.length; i++) if ((this.tables[i] as SlotHolder).holdsSlot(slot)) return;
     this.lastSubject = null;
     this.lastSlot = -1;
     this.index.deleteSlot(slot);

@@ -1,8 +1,16 @@
 import { Elysia, t } from "elysia";
-import type { Deps } from "../deps";
+import type { Config } from "../config";
 import { credentials } from "../identity/credentials";
 import { notFound } from "../infra/errors";
 import { EVENT_SCHEMAS, igluUri, selfDescribing } from "./schemas";
+
+/** What the credential plugin needs (identity/credentials.ts declares it). */
+type CredentialDeps = Parameters<typeof credentials>[0];
+
+/** What the schema routes need: the credential plugin's deps and the schemas' vendor. */
+export type IgluRouteDeps = CredentialDeps & {
+  readonly config: Config;
+};
 
 const Segment = t.String({ minLength: 1, maxLength: 128 });
 const ModelParams = t.Object({ vendor: Segment, name: Segment });
@@ -20,7 +28,7 @@ const unknownSchema = () => notFound("Unknown schema.");
  * repository of type Iglu Server with base `<service>/v1/iglu` and the API key in `apikey`.
  * The site is the key's pin; a site header naming another site is refused (403).
  */
-export function igluRoutes(deps: Deps) {
+export function igluRoutes(deps: IgluRouteDeps) {
   const vendor = deps.config.igluVendor;
   const uris = EVENT_SCHEMAS.map((s) => igluUri(vendor, s.name, s.version));
   const documents = new Map(EVENT_SCHEMAS.map((s) => [`${s.name}/${s.version}`, selfDescribing(vendor, s)]));

@@ -1,8 +1,14 @@
 import { type Metric, Registry } from "prom-client";
-import { QuotaLeases } from "../counters/quota-leases";
-import type { Deps } from "../deps";
+import type { ChangeFeed } from "../changes/change-feed";
+import type { Config } from "../config";
+import type { Flusher } from "../counters/flusher";
+import type { MeterCounters } from "../counters/meter-counters";
+import { type KeyedRate, QuotaLeases } from "../counters/quota-leases";
+import type { RequestStats } from "../http/request-stats";
 import { withinDeadline } from "../infra/deadline";
 import type { Buckets } from "../infra/histogram";
+import type { JobQueue } from "../jobs/queue";
+import type { Outbox } from "../mail/outbox";
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -51,8 +57,21 @@ function histogramSamples(name: string, buckets: Buckets, labels: Labels): Sampl
   return samples;
 }
 
+/** What /metrics reads at scrape time: the counters, the flusher, the feed, the outbox and the job queue. */
+export interface MetricsDeps {
+  readonly config: Config;
+  readonly now: () => number;
+  readonly requests: RequestStats;
+  readonly meters: MeterCounters;
+  readonly flusher: Flusher;
+  readonly changes: ChangeFeed;
+  readonly keyedDecideRate: KeyedRate;
+  readonly outbox: Outbox;
+  readonly jobs: JobQueue;
+}
+
 /** The registry /metrics serves: every value is read from the running service at scrape time. */
-export function metricsRegistry(deps: Deps): Registry {
+export function metricsRegistry(deps: MetricsDeps): Registry {
   const registry = new Registry();
   const add = (metric: Scraped) => registry.registerMetric(metric as unknown as Metric);
   const requests = () => [...deps.requests.routes()];

@@ -1,5 +1,7 @@
 import { sql } from "drizzle-orm";
-import type { Deps } from "../deps";
+import type { Database } from "../../db/client";
+import type { Config } from "../config";
+import type { Flusher } from "../counters/flusher";
 import { withinDeadline } from "../infra/deadline";
 
 /** How long /ready waits for the store: short, a probe must not hang. */
@@ -9,6 +11,14 @@ export const READY_STORE_DEADLINE_MS = 500;
 export const READY_RETRY_AFTER_SECONDS = 5;
 
 export type Check = "ok" | "failed";
+
+/** What /ready reads: the store, the counter flush and whether startDeps finished. */
+export interface ReadinessDeps {
+  readonly config: Config;
+  readonly database: Database;
+  readonly flusher: Flusher;
+  readonly lifecycle: { readonly started: boolean };
+}
 
 export interface Readiness {
   readonly ready: boolean;
@@ -27,7 +37,7 @@ export interface Readiness {
  * documents and keys loaded, and the counter flush not behind by more than
  * `config.readyFlushIntervals` intervals.
  */
-export async function readiness(deps: Deps): Promise<Readiness> {
+export async function readiness(deps: ReadinessDeps): Promise<Readiness> {
   const deadline = Math.min(READY_STORE_DEADLINE_MS, deps.config.readDeadlineMs);
   let store: Check = "ok";
   try {

@@ -1,15 +1,17 @@
 import { Elysia } from "elysia";
 import { operatorTokenMatches } from "../admin/operator-token";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
-import { metricsRegistry } from "./metrics";
-import { READY_RETRY_AFTER_SECONDS, readiness } from "./ready";
+import { type MetricsDeps, metricsRegistry } from "./metrics";
+import { READY_RETRY_AFTER_SECONDS, type ReadinessDeps, readiness } from "./ready";
+
+/** What /ready and /metrics read. */
+export interface OpsDeps extends MetricsDeps, ReadinessDeps {}
 
 /**
  * GET /ready: 200 when this process should get traffic, 503 with Retry-After otherwise (src/ops/ready.ts).
  * GET /metrics: Prometheus text, for the operator token or SVC_METRICS_TOKEN as a bearer.
  */
-export function opsRoutes(deps: Deps) {
+export function opsRoutes(deps: OpsDeps) {
   const registry = metricsRegistry(deps);
   return new Elysia()
     .get("/ready", async ({ set }) => {

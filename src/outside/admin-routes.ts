@@ -1,6 +1,13 @@
 import { Elysia, t } from "elysia";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { SiteStore } from "../sites/store";
+import type { ServiceConfigs } from "./service-config";
+
+/** What the service settings routes read and change: the tenants and their outside-service settings. */
+export interface AdminServiceConfigDeps {
+  readonly siteStore: SiteStore;
+  readonly services: ServiceConfigs;
+}
 
 const ServiceParams = t.Object({
   tenant: t.String({ minLength: 1, maxLength: 64 }),
@@ -12,7 +19,7 @@ const ServiceParams = t.Object({
  * only, never values), and PUT/DELETE of one service's settings. Mounted inside the admin group,
  * behind the operator token.
  */
-export function adminServiceRoutes(deps: Deps) {
+export function adminServiceRoutes(deps: AdminServiceConfigDeps) {
   const requireTenant = async (tenantId: string) => {
     const tenants = await deps.siteStore.listTenants();
     if (!tenants.some((x) => x.id === tenantId)) throw new AppError("not_found", "Unknown tenant.");

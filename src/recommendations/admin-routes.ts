@@ -1,9 +1,16 @@
 import { Elysia, t } from "elysia";
-import type { Deps } from "../deps";
 import { AppError } from "../infra/errors";
+import type { SiteStore } from "../sites/store";
+import type { UsageStore } from "./store";
+
+/** What the usage route reads: the tenants and the engine calls counted per month. */
+export interface AdminRecommendationDeps {
+  readonly siteStore: SiteStore;
+  readonly recommendations: { readonly usage: UsageStore };
+}
 
 /** Operator route (inside the /admin group): a tenant's recommendation-engine calls per UTC month. */
-export function adminRecommendationRoutes(deps: Deps) {
+export function adminRecommendationRoutes(deps: AdminRecommendationDeps) {
   return new Elysia().get(
     "/tenants/:tenant/recommendations/usage",
     async ({ params }) => {

@@ -1,12 +1,31 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps";
 import { browserCors } from "../http/cors";
 import { credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
-import type { SiteState } from "../sites/registry";
+import type { SiteRegistry, SiteState } from "../sites/registry";
 import { selectedSite } from "../sites/selection";
+import type { AnswerCache } from "./cache";
 import { RecommendationsQuery, RecommendationsReply } from "./model";
-import { recommend } from "./service";
+import { type RecommendationDeps, recommend } from "./service";
+
+/** What the credential plugin needs (identity/credentials.ts declares it). */
+type CredentialDeps = Parameters<typeof credentials>[0];
+
+/** What the keyed mount needs: the credential plugin's deps, the engine's deps and the answer cache. */
+export type KeyedRecommendationDeps = CredentialDeps & {
+  readonly recommendations: {
+    readonly deps: RecommendationDeps;
+    /** The keyed mount's answers as JSON text. */
+    readonly cache: AnswerCache<string>;
+  };
+};
+
+/** What the browser mount needs: the credential plugin's deps, the sites, the clock and the engine's deps. */
+export type BrowserRecommendationDeps = CredentialDeps & {
+  readonly now: () => number;
+  readonly registry: SiteRegistry;
+  readonly recommendations: { readonly deps: RecommendationDeps };
+};
 
 const userIdRefused = () =>
   new AppError(
@@ -37,7 +56,7 @@ function fullUrl(request: Request): string {
  * GET /v1/recommendations (API key; the site is the key's pin). The subject is `userId`, else
  * `domainUserId`. Answers are cached 15 minutes per key, site and full URL, single-flight.
  */
-export function keyedRecommendationRoutes(deps: Deps) {
+export function keyedRecommendationRoutes(deps: KeyedRecommendationDeps) {
   const r = deps.recommendations;
   return new Elysia({ prefix: "/v1" })
     .use(credentials(deps))
@@ -59,7 +78,7 @@ export function keyedRecommendationRoutes(deps: Deps) {
  * subject is the access cookie's user, except at an `external_only` site (the service holds no
  * session there), else `domainUserId`. Never cached.
  */
-export function browserRecommendationRoutes(deps: Deps) {
+export function browserRecommendationRoutes(deps: BrowserRecommendationDeps) {
   const r = deps.recommendations;
   const routes = new Elysia({ prefix: "/svc/v1" })
     .use(credentials(deps))
