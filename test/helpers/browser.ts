@@ -1,6 +1,6 @@
 import { type Browser, chromium } from "playwright-core";
 
-/** Debian's Chromium (scripts/ensure-chromium.ts puts it there before `npm test`), never a download. */
+/** Debian's Chromium (scripts/ensure-chromium.ts checks for it before `npm test`), never a download. */
 export const CHROMIUM = process.env.SVC_CHROMIUM || "/usr/bin/chromium";
 
 /**
