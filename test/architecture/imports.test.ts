@@ -6,7 +6,9 @@ const graph = readImportGraph();
 
 /** The files of one folder (a prefix) and what they import outside it. */
 function importsOutOf(g: ImportGraph, folder: string): string[] {
-  return g.edges.filter((e) => e.from.startsWith(folder) && !e.to.startsWith(folder)).map((e) => `${e.from} -> ${e.to}`);
+  return g.edges
+    .filter((e) => e.from.startsWith(folder) && !e.to.startsWith(folder))
+    .map((e) => `${e.from} -> ${e.to}`);
 }
 
 describe("the import graph of src/ and db/", () => {
