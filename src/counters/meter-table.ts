@@ -545,10 +545,9 @@ export class MeterTable implements SlotHolder {
 
 /**
  * One table's rows in a flush: the key columns it shares are sent once, as scalars, and only
- * the subjects and their deltas (count meters) or members (seen meters) as arrays. Six arrays
- * per row cost the request thread half as much again to encode (1.3 against 0.85 µs a row, with
- * subject ids decoded natively too), and PGlite about three times as much to decode (5.5 against
- * 1.9 µs a row).
+ * the subjects and their deltas (count meters) or members (seen meters) as arrays: six arrays
+ * per row cost both the request thread's encoding and PGlite's decoding more (docs/performance.md,
+ * "Memory").
  */
 export interface FlushPart {
   readonly table: MeterTable;

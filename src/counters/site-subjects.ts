@@ -12,9 +12,8 @@ export interface SlotHolder {
  * every table of the site; each table keeps its values in arrays indexed by the slot and marks
  * the slots it holds, and a slot is freed when no table of the site holds it any more.
  *
- * Measured with the bench's memory scenario (one million subjects on two meters): one index per
- * table settled at 298.6 MB, one per site at 283.6 MB (its hash table, slot arrays and the ids'
- * characters, about 20 MB, are no longer held twice).
+ * One index per site rather than per table, because the hash table, the slot arrays and the ids'
+ * characters would otherwise be held once per meter and period (docs/performance.md, "Memory").
  */
 export class SiteSubjects {
   private index = new SubjectIndex();

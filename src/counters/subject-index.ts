@@ -15,10 +15,8 @@ export const MAX_SUBJECT_LENGTH = LENGTH_MASK;
  * linear probing and backward-shift deletion over typed arrays, freed slots reused, and the keys'
  * characters kept in one byte arena rather than as strings.
  *
- * Written here rather than taken from a library because none fits and a `Map` costs too much at
- * this size: measured on Bun 1.4, a one-million-entry `Map<string, number>` holds about 75 bytes
- * of heap per entry and raised RSS by 210 MB while growing, and one million short strings held in
- * an array alone raised RSS by 72-87 MB. Here an entry costs two 4-byte words of table at load
+ * Written here rather than taken from a library because none fits and a `Map` of strings costs
+ * several times as much at this size (docs/performance.md, "Memory"). Here an entry costs two 4-byte words of table at load
  * factor at most 1/2, a start and a length (6 bytes), and its characters: one
  * byte each when every code unit is at most 0xff (Latin-1, which covers ASCII ids), two otherwise.
  * No per-key object exists, so the collector has nothing to trace for a million subjects.
