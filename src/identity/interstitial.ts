@@ -24,7 +24,12 @@ document.getElementById("go").addEventListener("click", async () => {
     headers: { "content-type": "application/json", "x-svc-site-id": input.site },
     body: JSON.stringify(body),
   });
-  if (res.ok) { location.href = input.callbackURL || "/"; return; }
+  if (res.ok) {
+    // Without a callback there is no page of the publisher's to go to: the service's own root is none.
+    if (input.callbackURL) location.href = input.callbackURL;
+    else status.textContent = "You are signed in. You can close this page and go back to the site.";
+    return;
+  }
   status.textContent = "This link has already been used or has expired. Ask for a new one.";
 });
 </script>`,
