@@ -1,12 +1,14 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { signContentPayload } from "../core/verifier";
+import { signContentPayload } from "../../core/verifier";
+import { CliError, type Commands } from "../context";
 
 /** The demo seeded on a first start (src/seed.ts): its site and document. */
 const DEMO_SITE = "demo";
 const demoDocumentPath = join(
   dirname(fileURLToPath(import.meta.url)),
+  "..",
   "..",
   "..",
   "docs",
@@ -84,3 +86,22 @@ export async function demoRequest(
     text: `article ${options.article}: paywall ${paywall?.outcome} (${paywall?.type ?? "no type"})${metered}`,
   };
 }
+
+/** `svc demo-request`: its failures (a decide that answered an error) are reported like any other. */
+export const demoRequestCommands: Commands = {
+  "demo-request": async ({ values, env, call }) => {
+    try {
+      return await demoRequest(
+        { env, call },
+        {
+          article: values.article ?? "a-1001",
+          device: values.device ?? "device-1",
+          access: values.free ? "free" : "metered",
+        },
+      );
+    } catch (error) {
+      if (error instanceof CliError) throw error;
+      throw new CliError((error as Error).message);
+    }
+  },
+};
