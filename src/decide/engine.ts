@@ -5,7 +5,8 @@ import type { SiteState } from "../sites/registry";
 import { answerJson } from "./answer-json";
 import { explainJson } from "./explain";
 import type { DecideRequest, Effects } from "./request";
-import { type DecideDeps, type DecideSources, decideDepsOf, decideJson, evaluateRequest } from "./service";
+import { decideJson, evaluateRequest } from "./service";
+import { type DecideDeps, type DecideSources, decideDepsOf } from "./sources";
 
 /**
  * The one face of decide that other capabilities use (OFREP, browser decide, console try, impact

@@ -1,7 +1,8 @@
 import { explainFeature, type FeatureExplanation } from "../core/explain";
 import type { BatchResult, CompiledFeature, FactSnapshot, FeatureResult } from "../core/types";
 import type { DecideRequest } from "./request";
-import { type DecideDeps, evaluateRequest } from "./service";
+import { evaluateRequest } from "./service";
+import type { DecideDeps } from "./sources";
 
 /** The keyed decide answer under `explain: true` (docs/contracts.md): why, not a decision to act on. */
 export interface ExplainAnswer {

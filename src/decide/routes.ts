@@ -11,7 +11,8 @@ import { PREVIEW_HEADER } from "../preview/tokens";
 import { chooseDocument, type DecisionEngine, type DecisionEngineDeps, type DecisionSampler } from "./engine";
 import { explainJson } from "./explain";
 import { checkSubjects, DecideBody, type DecideInput } from "./model";
-import { decideDepsOf, decideJson } from "./service";
+import { decideJson } from "./service";
+import { decideDepsOf } from "./sources";
 
 /** What keyed decide needs of the process (a narrow view of the app's deps). */
 export interface KeyedDecideDeps extends KeyGuardDeps, DecisionEngineDeps {
