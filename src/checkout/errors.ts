@@ -23,9 +23,9 @@ export const checkoutNotConfigured = () =>
 
 /** 503 with Retry-After: the payment provider timed out or is down. */
 export const providerUnavailable = (retryAfterSeconds = 30) =>
-  new AppError("payment_provider_unavailable", "The payment provider could not be reached.", undefined, 503, {
+  new AppError("payment_provider_unavailable", "The payment provider could not be reached.", undefined, {
     "retry-after": String(retryAfterSeconds),
   });
 
 export const invalidSignature = () =>
-  new AppError("invalid_signature", "The webhook signature does not verify (or is too old).", undefined, 400);
+  new AppError("invalid_signature", "The webhook signature does not verify (or is too old).");

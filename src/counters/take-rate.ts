@@ -17,6 +17,6 @@ export function takeRate(windows: RateWindows, key: string, nowMs: number): void
 /** A window spent is a domain result (the seconds to wait), turned into the 429 here. */
 function refuseAfter(retryAfter: number): void {
   if (retryAfter > 0) {
-    throw new AppError("rate_limited", "Too many requests.", undefined, 429, { "retry-after": String(retryAfter) });
+    throw new AppError("rate_limited", "Too many requests.", undefined, { "retry-after": String(retryAfter) });
   }
 }

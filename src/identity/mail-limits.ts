@@ -128,9 +128,14 @@ export class SignInMailLimits {
 }
 
 export const tooManySignInMails = (retryAfterSeconds: number) =>
-  new AppError("rate_limited", "Too many sign-in links were asked for; try again later.", { retryAfterSeconds }, 429, {
-    "retry-after": String(retryAfterSeconds),
-  });
+  new AppError(
+    "rate_limited",
+    "Too many sign-in links were asked for; try again later.",
+    { retryAfterSeconds },
+    {
+      "retry-after": String(retryAfterSeconds),
+    },
+  );
 
 const byDeps = new WeakMap<object, SignInMailLimits>();
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { AppError } from "../infra/errors";
+import { AppError, type ErrorCode } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
@@ -442,9 +442,9 @@ export async function updateUserDetails(
   return { ...userJson(user), userTraits: checked.traits };
 }
 
-const credentialRefused = (code: string) => new AppError(code, "That credential was not accepted.", undefined, 401);
-const idpUnreachable = (code: string, retryAfter: number) =>
-  new AppError(code, "The identity provider could not be reached.", undefined, 503, {
+const credentialRefused = (code: ErrorCode) => new AppError(code, "That credential was not accepted.");
+const idpUnreachable = (code: ErrorCode, retryAfter: number) =>
+  new AppError(code, "The identity provider could not be reached.", undefined, {
     "retry-after": String(retryAfter),
   });
 

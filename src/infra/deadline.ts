@@ -18,7 +18,7 @@ export class StoreUnavailable extends AppError {
       ? "The store did not answer in time; retry shortly."
       : "The store is unavailable; retry shortly.",
   ) {
-    super("service_unavailable", message, undefined, 503, { "retry-after": String(STORE_RETRY_AFTER_SECONDS) });
+    super("service_unavailable", message, undefined, { "retry-after": String(STORE_RETRY_AFTER_SECONDS) });
   }
 }
 

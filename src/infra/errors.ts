@@ -1,21 +1,9 @@
 /**
- * The one error type of the service. Services throw it with a code the spec names; the HTTP
- * edge turns it into the envelope `{ error: { code, message, details? } }` and a status.
+ * Every error code the service answers with, and its status: a closed table, so a new code
+ * without a status fails the type check. The spec's common codes first, then those of one
+ * capability (checkout, gifts, identity's exchange).
  */
-export class AppError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    /** Only for codes whose status is not implied by the code (e.g. exchange errors). */
-    readonly status?: number,
-    readonly headers?: Readonly<Record<string, string>>,
-  ) {
-    super(message);
-  }
-}
-
-const statusByCode: Record<string, number> = {
+const STATUS_BY_CODE = {
   bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
@@ -26,24 +14,55 @@ const statusByCode: Record<string, number> = {
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
-};
+  // checkout (docs/checkout.md)
+  invalid_signature: 400,
+  payment_provider_unavailable: 503,
+  // gift links (docs/gift-links.md)
+  gift_allowance_spent: 409,
+  unknown_article: 422,
+  unknown_gifter: 422,
+  // identity's upstream exchange (the spec's external_only mode)
+  external_credential_missing: 401,
+  external_credential_expired: 401,
+  external_credential_invalid: 401,
+  identity_provider_rate_limited: 503,
+  identity_provider_unreachable: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof STATUS_BY_CODE;
+
+/**
+ * The one error type of the service. Services throw it with a code of the closed table above;
+ * the HTTP edge turns it into the envelope `{ error: { code, message, details? } }`, the code's
+ * status and the error's headers (Retry-After).
+ */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(message);
+  }
+}
 
 export function statusOf(error: AppError): number {
-  return error.status ?? statusByCode[error.code] ?? 500;
+  return STATUS_BY_CODE[error.code];
 }
 
 export interface ErrorBody {
-  error: { code: string; message: string; details?: unknown };
+  error: { code: ErrorCode; message: string; details?: unknown };
 }
 
-export function errorBody(code: string, message: string, details?: unknown): ErrorBody {
+export function errorBody(code: ErrorCode, message: string, details?: unknown): ErrorBody {
   return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
 }
 
 /** A JSON error Response, for the few places that answer before Elysia's handlers run. */
 export function errorResponse(
   status: number,
-  code: string,
+  code: ErrorCode,
   message: string,
   headers?: Record<string, string>,
 ): Response {

@@ -7,7 +7,7 @@ import { InterventionsQuery } from "./model";
 export const INTERVENTIONS_PATH = "/v1/decide/interventions";
 
 const tooManyStreams = () =>
-  new AppError("rate_limited", "This key has too many open intervention streams.", undefined, 429, {
+  new AppError("rate_limited", "This key has too many open intervention streams.", undefined, {
     "retry-after": "30",
   });
 

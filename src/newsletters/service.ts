@@ -82,7 +82,6 @@ export const tooManyConfirmations = (retryAfterSeconds: number) =>
     "rate_limited",
     "Too many confirmation emails were sent to this address; try again later.",
     { retryAfterSeconds },
-    429,
     { "retry-after": String(retryAfterSeconds) },
   );
 
@@ -186,9 +185,14 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
 }
 
 const tooManySubscribeRequests = (retryAfterSeconds: number) =>
-  new AppError("rate_limited", "Too many subscription requests; try again later.", { retryAfterSeconds }, 429, {
-    "retry-after": String(retryAfterSeconds),
-  });
+  new AppError(
+    "rate_limited",
+    "Too many subscription requests; try again later.",
+    { retryAfterSeconds },
+    {
+      "retry-after": String(retryAfterSeconds),
+    },
+  );
 
 /** 429 with Retry-After when one more mail per list would pass a cap; nothing is recorded here. */
 async function checkCaps(

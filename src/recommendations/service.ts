@@ -104,18 +104,13 @@ async function engineOf(deps: RecommendationDeps, tenantId: string): Promise<Rec
     return new RecombeeEngine(resolved.config, deps.timeoutMs);
   } catch {
     // The client refuses an unknown region (or a region with a base URI): not usable as set.
-    throw new AppError(
-      "service_unavailable",
-      "The recommendation engine's settings are not usable (region).",
-      undefined,
-      503,
-    );
+    throw new AppError("service_unavailable", "The recommendation engine's settings are not usable (region).");
   }
 }
 
 /** 503 without Retry-After: no engine is configured for the tenant. */
 function notConfigured(): AppError {
-  return new AppError("service_unavailable", "Recommendations are not configured for this tenant.", undefined, 503);
+  return new AppError("service_unavailable", "Recommendations are not configured for this tenant.");
 }
 
 function appErrorOf(failure: unknown): AppError {
@@ -128,17 +123,12 @@ function appErrorOf(failure: unknown): AppError {
       case "invalid":
         return new AppError("validation_failed", "The recommendation engine refused the request.");
       case "refused":
-        return new AppError(
-          "service_unavailable",
-          "The recommendation engine refused this tenant's credentials.",
-          undefined,
-          503,
-        );
+        return new AppError("service_unavailable", "The recommendation engine refused this tenant's credentials.");
       default:
         break;
     }
   }
-  return new AppError("service_unavailable", "The recommendation engine could not be reached.", undefined, 503, {
+  return new AppError("service_unavailable", "The recommendation engine could not be reached.", undefined, {
     "retry-after": RETRY_AFTER_SECONDS,
   });
 }
