@@ -1,6 +1,6 @@
 import { type Database, openDatabase } from "../db/client";
 import { type AuditStore, DrizzleAuditStore } from "./audit/store";
-import { type Change, ChangeFeed } from "./changes/change-feed";
+import { type Change, ChangeFeed, type ChangeTopic } from "./changes/change-feed";
 import type { Config } from "./config";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
@@ -151,9 +151,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const giftStore = new GiftStore(database.db);
   const gifts = new GiftLedger(new GiftTokens(config.secret), giftStore, meters, config.readDeadlineMs);
 
-  // The feed needs the key service and the key service publishes to the feed.
-  let keys: KeyService | undefined;
-  let newsletters: NewsletterDeps | undefined;
   const interventions = new InterventionHub(registry, {
     heartbeatMs: config.sseHeartbeatMs,
     streamsPerKey: config.sseStreamsPerKey,
@@ -161,30 +158,21 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resumeEvents: 1000,
     now,
   });
+  // What each topic of the change feed does in this process. Capabilities built after the feed
+  // (the key service publishes to it) add their handler once they exist.
+  const onChange: { [T in ChangeTopic]?: (change: Change) => Promise<unknown> | unknown } = {
+    tenant: () => registry.reloadTenants(),
+    site: (change) => registry.reloadSite(change.tenantId, change.subject),
+    grants: (change) => userFacts.invalidate(change.tenantId, change.subject),
+    gift: (change) => gifts.onGiftChanged(change.tenantId, change.subject, now()),
+    streaming: (change) => streamingFacts.invalidate(change.tenantId, change.subject),
+  };
   const apply = async (change: Change) => {
     const before = interventions.before(change);
     try {
-      await applyChange(change);
+      await onChange[change.topic]?.(change);
     } finally {
       interventions.onChange(change, before);
-    }
-  };
-  const applyChange = async (change: Change) => {
-    switch (change.topic) {
-      case "tenant":
-        return registry.reloadTenants();
-      case "site":
-        return registry.reloadSite(change.tenantId, change.subject);
-      case "key":
-        return keys?.onKeyChanged(change.subject);
-      case "grants":
-        return userFacts.invalidate(change.tenantId, change.subject);
-      case "gift":
-        return gifts.onGiftChanged(change.tenantId, change.subject, now());
-      case "streaming":
-        return streamingFacts.invalidate(change.tenantId, change.subject);
-      case "newsletters":
-        return newsletters?.facts.invalidate(change.tenantId, change.subject);
     }
   };
   // The embedded store belongs to this one process, whose writers publish (and apply) their own
@@ -197,7 +185,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       logger.warn("publishing a gift redemption failed", { error: String(error) });
     });
   };
-  keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
+  const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
+  onChange.key = (change) => keys.onKeyChanged(change.subject);
   // Without SMTP, mail is printed only for the embedded development store; with a Postgres
   // server (DATABASE_URL) it is refused, so live sign-in links never reach a production log.
   const transport =
@@ -236,7 +225,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const contentStore = new DrizzleContentStore(database.db);
   const contentDeps: ContentDeps = { services, store: contentStore, jobs, now, cmsTimeoutMs: config.cmsTimeoutMs };
   registerContentJobs(contentDeps, config.contentDebounceMs);
-  newsletters = createNewsletterDeps({
+  const newsletters = createNewsletterDeps({
     db: database.db,
     config,
     identity: identityDeps.identity,
@@ -249,6 +238,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     now,
   });
+  onChange.newsletters = (change) => newsletters.facts.invalidate(change.tenantId, change.subject);
   const usage = new DrizzleUsageStore(database.db);
   const recommendations = {
     deps: {
