@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
-import { startSecondProcess, within } from "../helpers/second-process";
+import { within } from "../helpers/second-process";
+import { twoProcesses } from "../helpers/worlds";
 
 /**
  * Two processes' worth of state over one store: process A takes operator actions, process B
@@ -11,46 +12,32 @@ import { startSecondProcess, within } from "../helpers/second-process";
  * sees changes by polling the change log.
  */
 describe.each(storeKinds)("changes reach every process within a second (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: Harness;
-  let b: Harness;
   let key: string;
   let keyId: string;
-  let closeSecond: () => Promise<void> = async () => {};
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    a = await startHarness(db);
+  const w = twoProcesses(kind, async (a) => {
     ({ key, keyId } = await seedSite(a, "news", basicDocument()));
-    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
-  }, 60_000);
-  afterAll(async () => {
-    await b.stop();
-    await a.stop();
-    await closeSecond();
-    await db.drop();
-  }, 60_000);
+  });
 
   const decideOnB = (body: Record<string, unknown>, apiKey = key) =>
-    b.request("POST", "/v1/decide", { headers: { "x-svc-site-id": "news", "x-api-key": apiKey }, body });
+    w.b.request("POST", "/v1/decide", { headers: { "x-svc-site-id": "news", "x-api-key": apiKey }, body });
 
   it("serves a key issued in another process from its first request", async () => {
-    const issued = await (await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "fresh" })).json();
+    const issued = await (await w.a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "fresh" })).json();
     expect((await decideOnB({ features: [] }, issued.key)).status).toBe(200);
   });
 
   it("refuses a key revoked in another process within a second", async () => {
     expect((await decideOnB({ features: [] })).status).toBe(200);
-    await a.admin("POST", `/admin/tenants/default/sites/news/keys/${keyId}/revoke`);
+    await w.a.admin("POST", `/admin/tenants/default/sites/news/keys/${keyId}/revoke`);
     await within(1000, async () => (await decideOnB({ features: [] })).status === 401);
-    const issued = await (await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "next" })).json();
+    const issued = await (await w.a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "next" })).json();
     key = issued.key;
   });
 
   it("swaps to a document deployed by another process within a second", async () => {
     const doc = basicDocument();
     (doc.features.section.outcomes.other as Record<string, unknown>) = { type: "redirect" };
-    await a.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: doc });
+    await w.a.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: doc });
     await within(1000, async () => {
       const answer = await (await decideOnB({ features: ["section"] })).json();
       return answer.decisions.section.type === "redirect";
@@ -58,11 +45,11 @@ describe.each(storeKinds)("changes reach every process within a second (%s store
   });
 
   it("honours a grant added in another process within a second", async () => {
-    const user = await (await a.admin("POST", "/admin/tenants/default/users", { email: "p@example.com" })).json();
+    const user = await (await w.a.admin("POST", "/admin/tenants/default/users", { email: "p@example.com" })).json();
     const userId = user.user.id;
     const before = await (await decideOnB({ features: ["paywall"], userId })).json();
     expect(before.decisions.paywall.outcome).not.toBe("free");
-    await a.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
+    await w.a.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
     await within(1000, async () => {
       const answer = await (await decideOnB({ features: ["paywall"], userId })).json();
       return answer.decisions.paywall.outcome === "free";

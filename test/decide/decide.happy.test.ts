@@ -1,28 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
-import { freshDatabase } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { siteWorld } from "../helpers/worlds";
 
 describe("POST /v1/decide: response contract and effects", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const w = siteWorld({ document: basicDocument() });
 
   const decide = async (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
-    const res = await h.request("POST", "/v1/decide", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, ...headers },
+    const res = await w.h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}`, ...headers },
       body,
     });
     expect(res.status).toBe(200);
@@ -164,27 +150,29 @@ describe("POST /v1/decide: response contract and effects", () => {
   });
 
   it("reads grants of the keyed userId, and a grant change reaches decide", async () => {
-    const user = await (await h.admin("POST", "/admin/tenants/default/users", { email: "reader@example.com" })).json();
+    const user = await (
+      await w.h.admin("POST", "/admin/tenants/default/users", { email: "reader@example.com" })
+    ).json();
     const userId = user.user.id;
     const before = await decide({ features: ["paywall"], userId, content: signedContent({ id: "g-1" }) });
     expect(before.decisions.paywall.outcome).toBe("metered");
-    expect((await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" })).status).toBe(
-      200,
-    );
+    expect(
+      (await w.h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" })).status,
+    ).toBe(200);
     const granted = await decide({ features: ["paywall"], userId, content: signedContent({ id: "g-2" }) });
     expect(granted.decisions.paywall).toEqual({ outcome: "free", type: "allow" });
-    expect((await h.admin("DELETE", `/admin/tenants/default/users/${userId}/grants/premium`)).status).toBe(200);
+    expect((await w.h.admin("DELETE", `/admin/tenants/default/users/${userId}/grants/premium`)).status).toBe(200);
     const revoked = await decide({ features: ["paywall"], userId, content: signedContent({ id: "g-3" }) });
     expect(revoked.decisions.paywall.outcome).toBe("metered");
   });
 
   it("stops honouring a grant once its expiry passes", async () => {
-    const user = await (await h.admin("POST", "/admin/tenants/default/users", { email: "trial@example.com" })).json();
+    const user = await (await w.h.admin("POST", "/admin/tenants/default/users", { email: "trial@example.com" })).json();
     const userId = user.user.id;
-    const expiresAt = new Date(h.clock.now() + 60_000).toISOString();
-    await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium", expiresAt });
+    const expiresAt = new Date(w.h.clock.now() + 60_000).toISOString();
+    await w.h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium", expiresAt });
     expect((await decide({ features: ["paywall"], userId })).decisions.paywall.outcome).toBe("free");
-    h.clock.advance(61_000);
+    w.h.clock.advance(61_000);
     expect((await decide({ features: ["paywall"], userId })).decisions.paywall.outcome).not.toBe("free");
   });
 
@@ -192,7 +180,7 @@ describe("POST /v1/decide: response contract and effects", () => {
     const body = { features: ["teaser"], deviceId: "dev-rollover" };
     await decide(body);
     expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 1 } });
-    h.clock.advance(86_400_000);
+    w.h.clock.advance(86_400_000);
     expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 0 } });
     expect((await decide(body)).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 1 } });
   });
@@ -205,9 +193,9 @@ describe("POST /v1/decide: response contract and effects", () => {
   it("swaps to a newly deployed document without restart", async () => {
     const doc = basicDocument();
     (doc.features.section.outcomes.other as Record<string, unknown>) = { type: "redirect" };
-    expect((await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: doc })).status).toBe(200);
+    expect((await w.h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: doc })).status).toBe(200);
     const answer = await decide({ features: ["section"] });
     expect(answer.decisions.section).toEqual({ outcome: "other", type: "redirect" });
-    await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument() });
+    await w.h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument() });
   });
 });

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { giftDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
-import { freshDatabase, storeKinds } from "../helpers/databases";
+import { storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
-import { startSecondProcess } from "../helpers/second-process";
+import { twoProcesses } from "../helpers/worlds";
 
 /**
  * Two processes' worth of state over one store (on a server, with connections of their own):
@@ -11,24 +11,10 @@ import { startSecondProcess } from "../helpers/second-process";
  * test drives that poll itself rather than waiting on a timer.
  */
 describe.each(storeKinds)("gift links across processes (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: Harness;
-  let b: Harness;
   let key: string;
-  let closeSecond: () => Promise<void> = async () => {};
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    a = await startHarness(db);
+  const w = twoProcesses(kind, async (a) => {
     ({ key } = await seedSite(a, "news", giftDocument()));
-    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
-  }, 60_000);
-  afterAll(async () => {
-    await b.stop();
-    await a.stop();
-    await closeSecond();
-    await db.drop();
-  }, 60_000);
+  });
 
   const readOn = async (h: Harness, token: string, subject: string) => {
     const res = await h.request("POST", "/v1/decide", {
@@ -41,42 +27,42 @@ describe.each(storeKinds)("gift links across processes (%s store)", (kind) => {
 
   it("reads a link minted in another process, and stops once it is revoked there", async () => {
     const gifter = (
-      (await (await a.admin("POST", "/admin/tenants/default/users", { email: "g@example.com" })).json()) as {
+      (await (await w.a.admin("POST", "/admin/tenants/default/users", { email: "g@example.com" })).json()) as {
         user: { id: string };
       }
     ).user.id;
-    const minted = await a.request("POST", "/v1/gift-links", {
+    const minted = await w.a.request("POST", "/v1/gift-links", {
       headers: { "x-svc-site-id": "news", "x-api-key": key },
       body: { userId: gifter, contentId: "shared" },
     });
     expect(minted.status).toBe(201);
     const { token, giftId } = (await minted.json()) as { token: string; giftId: string };
-    expect(await readOn(b, token, "reader-b")).toBe("gifted");
+    expect(await readOn(w.b, token, "reader-b")).toBe("gifted");
 
-    expect((await a.admin("POST", `/admin/tenants/default/sites/news/gift-links/${giftId}/revoke`)).status).toBe(200);
-    expect(await readOn(a, token, "reader-b")).not.toBe("gifted");
-    await b.deps.changes.poll();
-    expect(await readOn(b, token, "reader-b")).not.toBe("gifted");
+    expect((await w.a.admin("POST", `/admin/tenants/default/sites/news/gift-links/${giftId}/revoke`)).status).toBe(200);
+    expect(await readOn(w.a, token, "reader-b")).not.toBe("gifted");
+    await w.b.deps.changes.poll();
+    expect(await readOn(w.b, token, "reader-b")).not.toBe("gifted");
   });
 
   it("starts with the revocations already made (a restarted process reads them at start)", async () => {
     const gifter = (
-      (await (await a.admin("POST", "/admin/tenants/default/users", { email: "h@example.com" })).json()) as {
+      (await (await w.a.admin("POST", "/admin/tenants/default/users", { email: "h@example.com" })).json()) as {
         user: { id: string };
       }
     ).user.id;
     const minted = (await (
-      await a.request("POST", "/v1/gift-links", {
+      await w.a.request("POST", "/v1/gift-links", {
         headers: { "x-svc-site-id": "news", "x-api-key": key },
         body: { userId: gifter, contentId: "shared" },
       })
     ).json()) as { token: string; giftId: string };
-    expect((await a.admin("POST", `/admin/tenants/default/sites/news/gift-links/${minted.giftId}/revoke`)).status).toBe(
-      200,
-    );
-    const c = await startHarness(db);
+    expect(
+      (await w.a.admin("POST", `/admin/tenants/default/sites/news/gift-links/${minted.giftId}/revoke`)).status,
+    ).toBe(200);
+    const c = await startHarness(w.db);
     try {
-      c.clock.set(a.clock.now());
+      c.clock.set(w.a.clock.now());
       expect(await readOn(c, minted.token, "reader-c")).not.toBe("gifted");
     } finally {
       await c.stop();
