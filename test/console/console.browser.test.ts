@@ -179,7 +179,7 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
         ?.size;
     };
     for (let i = 0; i < 5; i++) expect(await size()).toBe("large");
-    await Bun.sleep(20); // samples are captured off the request path
+    await new Promise((resolve) => setImmediate(resolve)); // samples are captured at setImmediate
     await page.getByRole("link", { name: "Impact of publishing the staged version" }).click();
     await page.getByRole("heading", { name: /Impact of publishing news version 2/ }).waitFor();
     const teaser = page.getByRole("row").filter({ hasText: "teaser" });

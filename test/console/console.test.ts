@@ -228,7 +228,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
       });
       expect(res.status).toBe(200);
     }
-    await Bun.sleep(20); // samples are captured off the request path (setImmediate)
+    await new Promise((resolve) => setImmediate(resolve)); // samples are captured at setImmediate
     const client = await consoleSignIn(h, box, "ada@example.com");
     await client.get("/console/sites/news/documents");
     const changed = basicDocument() as { features: { teaser: { outcomes: { on: { fields: { size: string } } } } } };
