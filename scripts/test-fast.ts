@@ -1,6 +1,7 @@
 // `npm run test:fast`: the tests that need no Postgres, no server process and no browser, picked
-// from the tree by what they import, so a new test joins the tier by needing none of them. The
-// full `npm test` stays what CI runs.
+// from the tree by what they import, so a new test joins the tier by needing none of them; store
+// contract suites join it on their in-memory twins (SVC_TEST_FAST=1). The full `npm test` stays
+// what CI runs.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 
@@ -36,6 +37,8 @@ if (import.meta.main) {
     cwd: root,
     stdout: "inherit",
     stderr: "inherit",
+    // Store contract suites run on the in-memory twins only (test/helpers/store-contract.ts).
+    env: { ...process.env, SVC_TEST_FAST: "1" },
   });
   process.exit(run.exitCode ?? 1);
 }
