@@ -266,6 +266,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     usage,
   };
   const previewTokens = new PreviewTokens(config.secret);
+  const clients = clientAddresses(config);
   return {
     newsletters,
     interventions,
@@ -282,8 +283,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     outbox,
     identityDeps,
     orgs,
-    requests: new RequestStats(logger, config.accessLog),
-    clients: clientAddresses(config),
+    requests: new RequestStats(logger, config.accessLog, clients),
+    clients,
     lifecycle: { started: false },
     config,
     logger,

@@ -15,6 +15,8 @@ export interface ClientAddresses {
    * proxy`). "unknown" when the server cannot tell (in-process `app.handle`).
    */
   addressOf(server: PeerSource | null | undefined, request: Request): string;
+  /** The same rule from the peer address and the `X-Forwarded-For` header (for the transports). */
+  addressFrom(peer: string | undefined, forwardedFor: string | null): string;
   /**
    * The request's URL as the client reached it: from a trusted peer, with the scheme of
    * `X-Forwarded-Proto` and the host of `X-Forwarded-Host` (each its first value, when valid);
@@ -54,6 +56,7 @@ export function clientAddresses(config: Pick<Config, "trustedProxies">): ClientA
     // No proxy is trusted (the default): the peer, and the request as it arrived.
     return {
       addressOf: (server, request) => peerOf(server, request) ?? "unknown",
+      addressFrom: (peer) => peer ?? "unknown",
       urlOf: (_server, request) => request.url,
       originOf: (_server, request) => originOfUrl(request.url),
     };
@@ -79,16 +82,18 @@ export function clientAddresses(config: Pick<Config, "trustedProxies">): ClientA
       return request.url;
     }
   };
+  const addressFrom = (peer: string | undefined, forwardedFor: string | null): string => {
+    if (peer === undefined) return "unknown";
+    if (forwardedFor === null || !trust(peer, 0)) return peer;
+    const shim = { headers: { "x-forwarded-for": forwardedFor }, socket: { remoteAddress: peer } };
+    return proxyaddr(shim as unknown as IncomingMessage, trust);
+  };
   return {
-    addressOf(server, request) {
+    addressOf: (server, request) => {
       const peer = peerOf(server, request);
-      if (peer === undefined) return "unknown";
-      if (!trust(peer, 0)) return peer;
-      const forwardedFor = request.headers.get("x-forwarded-for");
-      if (forwardedFor === null) return peer;
-      const shim = { headers: { "x-forwarded-for": forwardedFor }, socket: { remoteAddress: peer } };
-      return proxyaddr(shim as unknown as IncomingMessage, trust);
+      return peer === undefined ? "unknown" : addressFrom(peer, request.headers.get("x-forwarded-for"));
     },
+    addressFrom,
     urlOf,
     originOf: (server, request) => originOfUrl(urlOf(server, request)),
   };

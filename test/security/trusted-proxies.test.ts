@@ -48,7 +48,7 @@ async function startWorld(config: Record<string, string>): Promise<World> {
 }
 
 /** A browser decide call as the proxy forwards it; `forwardedFor` undefined: no header at all. */
-function decide(w: World, forwardedFor: string | undefined) {
+function decide(w: World, forwardedFor: string | undefined, requestId?: string) {
   const headers: Record<string, string> = {
     host: HOST,
     origin: ORIGIN,
@@ -56,12 +56,32 @@ function decide(w: World, forwardedFor: string | undefined) {
     "content-type": "application/json",
   };
   if (forwardedFor !== undefined) headers["x-forwarded-for"] = forwardedFor;
+  if (requestId !== undefined) headers["x-request-id"] = requestId;
   return fetch(`${w.base}/svc/v1/decide`, { method: "POST", headers, body: JSON.stringify({ features: [] }) });
+}
+
+/** The access log's line for a request id (SVC_ACCESS_LOG=1). */
+function accessLogged(w: World, requestId: string): { client?: string } | undefined {
+  return w.h.logger.lines
+    .map((line) => JSON.parse(line) as { message: string; requestId?: string; client?: string })
+    .find((line) => line.message === "request" && line.requestId === requestId);
 }
 
 /** Spends a reader's browser window: 200 answered, the next one 429. */
 async function spendWindow(w: World, forwardedFor: () => string | undefined): Promise<void> {
   for (let i = 0; i < BROWSER_LIMIT; i++) expect((await decide(w, forwardedFor())).status).toBe(200);
+}
+
+/**
+ * Drains the outbox until a mail to `address` is sent: a drain the outbox's timer began before
+ * the mail was written is shared by the next `drain()` call and does not send it.
+ */
+async function mailed(w: World, address: string): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    await w.h.deps.outbox.drain();
+    if (w.box.mails.some((m) => m.to === address)) return;
+  }
+  throw new Error(`no mail to ${address}`);
 }
 
 /** A window of its own for each test (the harness's clock). */
@@ -103,7 +123,7 @@ describe.each(["node", "bun"])("behind a trusted proxy (SVC_HTTP_SERVER=%s)", (t
   let w: World;
 
   beforeAll(async () => {
-    w = await startWorld({ SVC_TRUSTED_PROXIES: "loopback", SVC_HTTP_SERVER: transport });
+    w = await startWorld({ SVC_TRUSTED_PROXIES: "loopback", SVC_HTTP_SERVER: transport, SVC_ACCESS_LOG: "1" });
   }, 60_000);
   afterAll(async () => {
     await w.stop();
@@ -130,12 +150,18 @@ describe.each(["node", "bun"])("behind a trusted proxy (SVC_HTTP_SERVER=%s)", (t
     expect((await decide(w, "203.0.113.7")).status).toBe(429);
   });
 
+  it("names the reader the proxy forwards as the access log's client", async () => {
+    nextWindow(w.h);
+    expect((await decide(w, "198.51.100.1, 203.0.113.30", "proxied-1")).status).toBe(200);
+    expect(accessLogged(w, "proxied-1")?.client).toBe("203.0.113.30");
+  });
+
   it("signs in to the console over HTTPS at the proxy: the link, the session and a form", async () => {
     const browser = consoleBrowser(w, { "x-forwarded-proto": "https", "x-forwarded-for": "203.0.113.20" });
     expect((await browser.get("/console/sign-in")).status).toBe(200);
     const sent = await browser.post("/console/sign-in", { email: "ada@example.com" });
     expect(sent.status).toBe(200);
-    await w.h.deps.outbox.drain();
+    await mailed(w, "ada@example.com");
     const link = new URL(w.box.lastLink("ada@example.com"));
     // The mailed link is on the origin the reader reached, scheme included.
     expect(link.origin).toBe(ORIGIN);
@@ -167,7 +193,7 @@ describe.each(["node", "bun"])("behind no trusted proxy (SVC_HTTP_SERVER=%s)", (
 
   beforeAll(async () => {
     // Another address is trusted; 127.0.0.1, the peer here, is not.
-    w = await startWorld({ SVC_TRUSTED_PROXIES: "10.0.0.0/8", SVC_HTTP_SERVER: transport });
+    w = await startWorld({ SVC_TRUSTED_PROXIES: "10.0.0.0/8", SVC_HTTP_SERVER: transport, SVC_ACCESS_LOG: "1" });
   }, 60_000);
   afterAll(async () => {
     await w.stop();
@@ -179,6 +205,12 @@ describe.each(["node", "bun"])("behind no trusted proxy (SVC_HTTP_SERVER=%s)", (
     await spendWindow(w, () => `203.0.113.${n++ % 250}`);
     expect((await decide(w, "192.0.2.99")).status).toBe(429);
     expect((await decide(w, undefined)).status).toBe(429);
+  });
+
+  it("names the peer as the access log's client, whatever X-Forwarded-For says", async () => {
+    nextWindow(w.h);
+    expect((await decide(w, "203.0.113.30", "direct-1")).status).toBe(200);
+    expect(accessLogged(w, "direct-1")?.client).toBe("127.0.0.1");
   });
 
   it("refuses a console form whose https is only a forged X-Forwarded-Proto", async () => {
