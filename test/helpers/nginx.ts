@@ -44,10 +44,11 @@ async function accepting(port: number, exited: () => boolean): Promise<void> {
 
 /**
  * Starts nginx terminating TLS (a self-signed certificate for `host`, made here) in front of the
- * service at 127.0.0.1:`upstreamPort`, configured as docs/deploying.md tells publishers, and
- * connecting from NGINX_SOURCE. Fails, saying what to install, when there is no nginx.
+ * service's processes at 127.0.0.1:`upstreamPorts` (taken in turn), configured as
+ * docs/deploying.md tells publishers, and connecting from NGINX_SOURCE. Fails, saying what to
+ * install, when there is no nginx.
  */
-export async function startNginx(upstreamPort: number, host: string): Promise<Nginx> {
+export async function startNginx(upstreamPorts: readonly number[], host: string): Promise<Nginx> {
   if (!existsSync(NGINX)) {
     throw new Error(`No nginx at ${NGINX}: install Debian's nginx package (apt-get install nginx), or set SVC_NGINX.`);
   }
@@ -98,7 +99,7 @@ http {
   fastcgi_temp_path ${temp}/fastcgi;
   uwsgi_temp_path ${temp}/uwsgi;
   scgi_temp_path ${temp}/scgi;
-  upstream svc { server 127.0.0.1:${upstreamPort}; keepalive 8; }
+  upstream svc { ${upstreamPorts.map((p) => `server 127.0.0.1:${p};`).join(" ")} keepalive 8; }
   server {
     listen 127.0.0.1:${port} ssl;
     server_name ${host};

@@ -1,16 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { openDatabase } from "../../db/client";
 import { listen } from "../../src/app";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
-import { freshDatabase } from "../helpers/databases";
+import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
 
 /**
  * The publisher's way (issue 35, item 5): Debian's nginx terminates TLS for news.example and
- * proxies `/svc/` and `/console/` to the service, configured as docs/deploying.md says; the
- * service trusts exactly nginx's address. Readers connect from their own loopback addresses.
- * One server process: the browser windows are per process (docs/known-limits.md).
+ * proxies `/svc/` and `/console` to two server processes on one store, taken in turn, configured
+ * as docs/deploying.md says; the service trusts exactly nginx's address. Readers connect from
+ * their own loopback addresses. A "process" is a harness of its own (its own deps, windows,
+ * outbox and clock; on the server store its own connections) listening on its own port.
  */
 const HOST = "news.example";
 const ORIGIN = `https://${HOST}`;
@@ -18,17 +20,21 @@ const READER_A = "127.0.0.2";
 const READER_B = "127.0.0.3";
 const READER_C = "127.0.0.4";
 
-describe("behind nginx terminating TLS", () => {
+type Listening = { port: number; stop(force?: boolean): Promise<void> | void };
+
+describe.each(storeKinds)("behind nginx terminating TLS, two processes (%s store)", (kind: StoreKind) => {
   let h: Harness;
+  let second: Harness;
   let nginx: Nginx;
-  let server: { port: number; stop(force?: boolean): Promise<void> | void };
-  let drop: () => Promise<void>;
+  const servers: Listening[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
   const box = consoleMailbox();
+  const options = { mailTransport: box.transport, config: { SVC_TRUSTED_PROXIES: NGINX_SOURCE } };
 
   beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { mailTransport: box.transport, config: { SVC_TRUSTED_PROXIES: NGINX_SOURCE } });
+    const db = await freshDatabase(kind);
+    cleanups.push(() => db.drop());
+    h = await startHarness(db, options);
     expect((await h.admin("POST", "/admin/tenants", { id: "default", default: true, hosts: [HOST] })).status).toBe(201);
     const doc = basicDocument();
     (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
@@ -37,15 +43,29 @@ describe("behind nginx terminating TLS", () => {
       (await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" }))
         .status,
     ).toBe(200);
-    const app = listen(h.app, h.deps, 0);
-    server = app.server as unknown as typeof server;
-    nginx = await startNginx(server.port, HOST);
+    // The second process, started once the site is deployed: on a server, with connections of its own.
+    if (db.url === null) second = await startHarness(db, options);
+    else {
+      const own = await openDatabase({ url: db.url });
+      cleanups.unshift(() => own.close());
+      second = await startHarness(own, options);
+    }
+    cleanups.unshift(
+      () => second.stop(),
+      () => h.stop(),
+    );
+    for (const process of [h, second]) {
+      servers.push(listen(process.app, process.deps, 0).server as unknown as Listening);
+    }
+    nginx = await startNginx(
+      servers.map((s) => s.port),
+      HOST,
+    );
   }, 60_000);
   afterAll(async () => {
     await nginx?.stop();
-    await server?.stop(true);
-    await h?.stop();
-    await drop?.();
+    for (const server of servers) await server.stop(true);
+    for (const cleanup of cleanups) await cleanup();
   }, 60_000);
 
   const send = (from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
@@ -58,37 +78,73 @@ describe("behind nginx terminating TLS", () => {
       { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json", ...headers },
       JSON.stringify({ features: [] }),
     );
-  const nextWindow = () => h.clock.set(Math.ceil(h.clock.now() / 10_000) * 10_000 + 10_000 + 1_000);
+  /** A window of its own for each test, on both processes' clocks. */
+  const nextWindow = () => {
+    const start = Math.ceil(h.clock.now() / 10_000) * 10_000 + 10_000 + 1_000;
+    h.clock.set(start);
+    second.clock.set(start);
+  };
+  /**
+   * Sends a reader's decide calls until both processes refuse in a row; how many were admitted.
+   * The browser windows are per process (docs/known-limits.md): two processes admit between 200
+   * and 2 × 200 per reader until issue 35's item 3 bounds them.
+   */
+  const spend = async (from: string, headers: () => Record<string, string>) => {
+    let admitted = 0;
+    let refusedInRow = 0;
+    while (refusedInRow < 2 && admitted <= 400) {
+      const answer = await decide(from, headers());
+      if (answer.status === 200) {
+        admitted++;
+        refusedInRow = 0;
+      } else {
+        expect(answer.status).toBe(429);
+        expect(answer.headers["retry-after"]).toBe("9");
+        refusedInRow++;
+      }
+    }
+    return admitted;
+  };
+  /** Browser decide calls a process answered 200 (its request metrics, counted by its transport). */
+  const answeredDecides = (process: Harness) =>
+    [...process.deps.requests.routes()]
+      .find((r) => r.method === "POST" && r.route === "/svc/v1/decide")
+      ?.byStatus.get(200)?.count ?? 0;
   const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
   /**
-   * The mail to `address`, drained until it is sent: a drain the outbox's timer began before the
-   * mail was written is shared by the next `drain()` call and does not send it.
+   * The mail to `address`, drained (by either process) until it is sent: a drain the outbox's
+   * timer began before the mail was written is shared by the next `drain()` call and does not send it.
    */
   const mailTo = async (address: string) => {
     for (let attempt = 0; attempt < 20; attempt++) {
       await h.deps.outbox.drain();
+      await second.deps.outbox.drain();
       const mail = box.mails.filter((m) => m.to === address).at(-1);
       if (mail !== undefined) return mail;
     }
     throw new Error(`no mail to ${address}`);
   };
 
-  it("gives two readers from two addresses their own browser window (200 per 10 s)", async () => {
+  it("gives two readers from two addresses their own browser windows (200 per 10 s in each process)", async () => {
     nextWindow();
-    for (let i = 0; i < 200; i++) expect((await decide(READER_A)).status).toBe(200);
-    const refused = await decide(READER_A);
-    expect(refused.status).toBe(429);
-    expect(refused.headers["retry-after"]).toBe("9");
-    for (let i = 0; i < 10; i++) expect((await decide(READER_B)).status).toBe(200);
+    const admitted = await spend(READER_A, () => ({}));
+    expect(admitted).toBeGreaterThanOrEqual(200);
+    expect(admitted).toBeLessThanOrEqual(400);
+    // The other reader behind the same nginx still has all of theirs.
+    for (let i = 0; i < 20; i++) expect((await decide(READER_B)).status).toBe(200);
+    // nginx took both processes in turn.
+    for (const process of [h, second]) expect(answeredDecides(process)).toBeGreaterThan(100);
   });
 
-  it("keeps a reader in their window whatever X-Forwarded-For they send", async () => {
+  it("keeps a reader in their windows whatever X-Forwarded-For they send", async () => {
     nextWindow();
-    for (let i = 0; i < 200; i++) {
-      expect((await decide(READER_C, { "x-forwarded-for": `198.51.100.${i % 250}` })).status).toBe(200);
+    let n = 0;
+    const admitted = await spend(READER_C, () => ({ "x-forwarded-for": `198.51.100.${n++ % 250}` }));
+    expect(admitted).toBeGreaterThanOrEqual(200);
+    expect(admitted).toBeLessThanOrEqual(400);
+    for (const forged of ["203.0.113.77", NGINX_SOURCE, "203.0.113.78", "::1"]) {
+      expect((await decide(READER_C, { "x-forwarded-for": forged })).status).toBe(429);
     }
-    expect((await decide(READER_C, { "x-forwarded-for": "203.0.113.77" })).status).toBe(429);
-    expect((await decide(READER_C, { "x-forwarded-for": NGINX_SOURCE })).status).toBe(429);
   });
 
   it("mails a reader's sign-in link on the publisher's https origin, and its cookies work there", async () => {
