@@ -18,6 +18,7 @@ import { adminGiftRoutes } from "./gifts/admin-routes";
 import { giftRoutes } from "./gifts/routes";
 import { grantRoutes } from "./grants/routes";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
+import type { PeerSource } from "./http/client-address";
 import { browserCors } from "./http/cors";
 import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
 import { checkRequestUrl } from "./http/json-shape";
@@ -194,7 +195,7 @@ function serveOverBun(
 ): App {
   const observed =
     (handler: Handler, native: string | undefined) =>
-    async (request: Request): Promise<Response> => {
+    async (request: Request, server?: PeerSource): Promise<Response> => {
       const startedAt = performance.now();
       const id = requestIdOf(request.headers.get("x-request-id"));
       let response: Response;
@@ -220,6 +221,8 @@ function serveOverBun(
           (performance.now() - startedAt) / 1000,
           id,
           request.headers.get("x-svc-site-id"),
+          requests.accessLog ? server?.requestIP(request)?.address : undefined,
+          requests.accessLog ? request.headers.get("x-forwarded-for") : undefined,
         );
       } catch {
         // Counting an answer must never fail it.

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import proxyaddr from "proxy-addr";
 import { privateFolder } from "../db/private-files";
 
 /** Frozen configuration, read once from the environment in main.ts and passed down. */
@@ -74,6 +75,11 @@ export interface Config {
   readonly readyFlushIntervals: number;
   /** Server processes sharing the port on this host (SVC_WORKERS, default 1; more needs DATABASE_URL). */
   readonly workers: number;
+  /**
+   * Peers whose `X-Forwarded-For`, `-Proto` and `-Host` are believed (SVC_TRUSTED_PROXIES: addresses,
+   * CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; none by default). src/http/client-address.ts.
+   */
+  readonly trustedProxies: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -195,7 +201,34 @@ export function loadConfig(env: Env = process.env): Config {
     accessLog: accessLogRaw === "1" || accessLogRaw === "true",
     readyFlushIntervals: intVar(env, "SVC_READY_FLUSH_INTERVALS", 20, 1, 100_000),
     workers,
+    trustedProxies: trustedProxies(env),
   });
+}
+
+/** Proxy-addr's shorthands for ranges, as Express's `trust proxy` accepts them. */
+const PROXY_SHORTHANDS = ["loopback", "linklocal", "uniquelocal"];
+
+/**
+ * SVC_TRUSTED_PROXIES as a list, each entry checked by compiling it with proxy-addr (the library
+ * that applies it per request), so what starts is what is applied.
+ */
+function trustedProxies(env: Env): readonly string[] {
+  const raw = env.SVC_TRUSTED_PROXIES ?? "";
+  const entries = raw
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  for (const entry of entries) {
+    try {
+      proxyaddr.compile(entry);
+    } catch {
+      throw new ConfigError(
+        "SVC_TRUSTED_PROXIES",
+        `must list addresses, CIDR ranges (10.0.0.0/8) or ${PROXY_SHORTHANDS.join(", ")}, separated by commas (got "${entry}")`,
+      );
+    }
+  }
+  return Object.freeze(entries);
 }
 
 function igluVendor(env: Env): string {

@@ -13,6 +13,7 @@ import { createDecisionEngine, type DecisionEngine } from "./decide/engine";
 import { GiftLedger } from "./gifts/ledger";
 import { GiftStore } from "./gifts/store";
 import { GiftTokens } from "./gifts/token";
+import { type ClientAddresses, clientAddresses } from "./http/client-address";
 import { RequestStats } from "./http/request-stats";
 import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
@@ -81,6 +82,8 @@ export interface Deps {
   readonly gifts: GiftLedger;
   /** Answers by route and status (and the access log), counted by the transport. */
   readonly requests: RequestStats;
+  /** Who a request came from, behind the trusted proxies or not: every per-client rule's key. */
+  readonly clients: ClientAddresses;
   /** Per-tenant settings of the outside services (CMS, recommendations, payments, newsletters). */
   readonly services: ServiceConfigs;
   /** The durable job queue (src/jobs): CMS re-reads now, vendor sync later. Never on the request path. */
@@ -253,6 +256,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     usage,
   };
   const previewTokens = new PreviewTokens(config.secret);
+  const clients = clientAddresses(config);
   return {
     newsletters,
     interventions,
@@ -269,7 +273,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     outbox,
     identityDeps,
     orgs,
-    requests: new RequestStats(logger, config.accessLog),
+    requests: new RequestStats(logger, config.accessLog, clients),
+    clients,
     lifecycle: { started: false },
     config,
     logger,

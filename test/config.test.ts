@@ -55,6 +55,13 @@ describe("configuration", () => {
     ["SVC_WORKERS", "0"],
     ["SVC_WORKERS", "65"],
     ["SVC_WORKERS", "2"],
+    ["SVC_TRUSTED_PROXIES", "*"],
+    ["SVC_TRUSTED_PROXIES", "true"],
+    ["SVC_TRUSTED_PROXIES", "10.0.0.1 10.0.0.2"],
+    ["SVC_TRUSTED_PROXIES", "10.0.0.0/33"],
+    ["SVC_TRUSTED_PROXIES", "10.0.0.0/0"],
+    ["SVC_TRUSTED_PROXIES", "loopback,private"],
+    ["SVC_TRUSTED_PROXIES", "nginx.internal"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);
@@ -69,6 +76,31 @@ describe("configuration", () => {
     expect(second.secret).toBe(first.secret);
     expect(statSync(join(dir, "operator-token")).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, "secret")).mode & 0o777).toBe(0o600);
+  });
+
+  it("trusts no proxy by default, and reads addresses, ranges and shorthands separated by commas", () => {
+    expect(loadConfig({ SVC_DATA_DIR: tempDir() }).trustedProxies).toEqual([]);
+    expect(loadConfig({ SVC_DATA_DIR: tempDir(), SVC_TRUSTED_PROXIES: "" }).trustedProxies).toEqual([]);
+    const config = loadConfig({
+      SVC_DATA_DIR: tempDir(),
+      SVC_TRUSTED_PROXIES: " loopback, 10.0.0.0/8 ,192.168.1.7,fd00::/8, 172.16.0.0/255.240.0.0,uniquelocal,linklocal",
+    });
+    expect(config.trustedProxies).toEqual([
+      "loopback",
+      "10.0.0.0/8",
+      "192.168.1.7",
+      "fd00::/8",
+      "172.16.0.0/255.240.0.0",
+      "uniquelocal",
+      "linklocal",
+    ]);
+    expect(Object.isFrozen(config.trustedProxies)).toBe(true);
+  });
+
+  it("names the entry of SVC_TRUSTED_PROXIES it cannot read, and what it accepts", () => {
+    const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), SVC_TRUSTED_PROXIES: "loopback, 10.0.0.300" });
+    expect(attempt).toThrow('"10.0.0.300"');
+    expect(attempt).toThrow("loopback, linklocal, uniquelocal");
   });
 
   it("returns a frozen config", () => {

@@ -3,6 +3,7 @@ import type { Db } from "../../db/client";
 import type { Config } from "../config";
 import { RateWindows } from "../counters/rate-windows";
 import { takeRate } from "../counters/take-rate";
+import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
 import { credentials } from "../identity/credentials";
 import { selectedSite } from "../sites/selection";
@@ -16,6 +17,8 @@ export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
   Omit<CheckoutDeps, "checkoutStore" | "config"> & {
     readonly database: { readonly db: Db };
     readonly config: Pick<Config, "paymentTimeoutMs" | "maxBodyBytes">;
+    /** Who is calling, for the per-client window (behind the trusted proxies or not). */
+    readonly clients: ClientAddresses;
   };
 
 /** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
@@ -25,10 +28,6 @@ const CHECKOUT_WINDOW_MS = 60_000;
 /** The capability's dependencies, from the app's. */
 export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
   return { ...deps, checkoutStore: new CheckoutStore(deps.database.db) };
-}
-
-function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
-  return server?.requestIP(request)?.address ?? "unknown";
 }
 
 /**
@@ -51,7 +50,7 @@ export function checkoutRoutes(deps: CheckoutRouteDeps) {
         if (origin === null || !site.live!.allowedOrigins.has(origin)) throw originRefused();
         const input = checkoutBodyOf(body);
         const now = deps.now();
-        takeRate(rate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
+        takeRate(rate, `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`, now);
         const who = await browserIdentityOf(site.tenantId, now);
         const answer = await startCheckout(checkout, site, origin, input, who);
         set.headers["cache-control"] = "no-store";

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { readCookie } from "../identity/cookies";
 import { AppError } from "../infra/errors";
 import { consoleScript, consoleStyle } from "./assets";
-import { crossSite, errorPage } from "./guard";
+import { type Arrival, crossSite, errorPage } from "./guard";
 import { consoleCookie, formOf, htmlResponse, redirect } from "./http";
 import { CONSOLE_CSRF_COOKIE, CONSOLE_PATH, CONSOLE_SESSION_COOKIE, CONSOLE_SESSION_TTL_MS } from "./model";
 import { confirmSignInPage, signInPage } from "./pages/sign-in";
@@ -27,18 +27,15 @@ function preSessionCsrf(request: Request): { token: string; cookies: string[] } 
 }
 
 /** A pre-session post: same origin, and the form's token equal to the cookie's. */
-async function preSessionForm(request: Request): Promise<Map<string, string>> {
-  if (crossSite(request)) throw new AppError("forbidden", "The form did not come from the console.");
+async function preSessionForm(deps: ConsoleDeps, arrival: Arrival): Promise<Map<string, string>> {
+  const request = arrival.request;
+  if (crossSite(deps, arrival)) throw new AppError("forbidden", "The form did not come from the console.");
   const form = await formOf(request, 16_384);
   const held = readCookie(request.headers.get("cookie"), CONSOLE_CSRF_COOKIE);
   if (held === null || !sameToken(form.get("_csrf"), held)) {
     throw new AppError("forbidden", "The form has expired. Reload the page and try again.");
   }
   return form;
-}
-
-function peer(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
-  return server?.requestIP(request)?.address ?? "unknown";
 }
 
 const asset = (body: string, type: string, etag: string, request: Request) =>
@@ -85,11 +82,16 @@ export function consoleAuthRoutes(deps: ConsoleDeps) {
         const csrf = preSessionCsrf(request);
         let email = "";
         try {
-          const form = await preSessionForm(request);
+          const form = await preSessionForm(deps, { request, server });
           email = form.get("email") ?? "";
           const tenantId = deps.registry.tenantForHost(request.headers.get("host"));
           if (tenantId === null) throw new AppError("not_found", "No tenant answers this host name.");
-          await requestSignInLink(deps, { tenantId, email, requestUrl: request.url, client: peer(server, request) });
+          await requestSignInLink(deps, {
+            tenantId,
+            email,
+            requestUrl: deps.clients.urlOf(server, request),
+            client: deps.clients.addressOf(server, request),
+          });
           return htmlResponse(signInPage(csrf.token, { sent: true }), 200, csrf.cookies);
         } catch (error) {
           if (error instanceof AppError && error.code === "validation_failed") {
@@ -112,9 +114,9 @@ export function consoleAuthRoutes(deps: ConsoleDeps) {
     )
     .post(
       "/auth",
-      async ({ request }) => {
+      async ({ request, server }) => {
         try {
-          const form = await preSessionForm(request);
+          const form = await preSessionForm(deps, { request, server });
           const started = await consumeSignInLink(deps, form.get("token"));
           return redirect(CONSOLE_PATH, [
             consoleCookie(CONSOLE_SESSION_COOKIE, started.token, CONSOLE_SESSION_TTL_MS / 1000),
@@ -128,9 +130,9 @@ export function consoleAuthRoutes(deps: ConsoleDeps) {
     )
     .post(
       "/sign-out",
-      async ({ request }) => {
+      async ({ request, server }) => {
         // Signing out needs no CSRF token: the worst a forged post does is end a session.
-        if (crossSite(request))
+        if (crossSite(deps, { request, server }))
           return errorPage(deps, new AppError("forbidden", "The form did not come from the console."), null);
         await endConsoleSession(deps, readCookie(request.headers.get("cookie"), CONSOLE_SESSION_COOKIE));
         return redirect(`${CONSOLE_PATH}/sign-in`, [consoleCookie(CONSOLE_SESSION_COOKIE, "", 0)]);

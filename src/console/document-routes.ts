@@ -63,8 +63,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
   return new Elysia({ prefix: CONSOLE_PATH })
     .get(
       "/sites/:site/documents",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: false }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s) => {
           const site = siteParam(params.site);
           const raw = new URL(request.url).searchParams.get("version");
           let viewed: DocumentsView["viewed"];
@@ -79,8 +79,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     )
     .post(
       "/sites/:site/documents",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s, form) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s, form) => {
           const site = siteParam(params.site);
           await requireSite(deps, s.tenantId, site);
           const text = form?.get("document") ?? "";
@@ -116,8 +116,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     )
     .post(
       "/sites/:site/documents/try",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: false }, async (s, form) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s, form) => {
           const site = siteParam(params.site);
           const body = form?.get("body") ?? "";
           const show = async (extra: Partial<DocumentsView>, status = 200) =>
@@ -152,8 +152,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     )
     .post(
       "/sites/:site/documents/:version/publish",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
           const site = siteParam(params.site);
           if (!/^[1-9]\d{0,8}$/.test(params.version)) throw new AppError("not_found", "Unknown document version.");
           try {
@@ -175,8 +175,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     )
     .post(
       "/sites/:site/preview-token",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
           const site = siteParam(params.site);
           await requireSite(deps, s.tenantId, site);
           const previewToken = await deps.previewTokens.mint(s.tenantId, site, 3600, deps.now());
@@ -191,8 +191,8 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     )
     .get(
       "/sites/:site/impact",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: false }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s) => {
           const site = servedSite(deps.registry, s.tenantId, siteParam(params.site));
           if (site.preview === null) throw new AppError("conflict", "No staged document: stage one first.");
           const report = replayImpact(deps.impact.samplesOf(site.tenantId, site.id), site, site.preview);

@@ -1,17 +1,27 @@
 import { auditRecordOf, recordAudit } from "../audit/summary";
+import type { PeerSource } from "../http/client-address";
 import { readCookie } from "../identity/cookies";
 import { AppError, statusOf } from "../infra/errors";
-import { FormError, formOf, htmlResponse, redirect, requestOrigin } from "./http";
+import { FormError, formOf, htmlResponse, redirect } from "./http";
 import { CONSOLE_PATH, CONSOLE_SESSION_COOKIE, type ConsoleSession, canWrite } from "./model";
 import { messagePage } from "./pages/sign-in";
 import { type ConsoleDeps, consoleSession, sameToken } from "./service";
 
 export type Page = (session: ConsoleSession, form: Map<string, string> | null) => Promise<Response>;
 
-/** Same-origin posts only: a browser's Origin (when sent) must be the console's own. */
-export function crossSite(request: Request): boolean {
+/** A console request and the server it reached (its peer decides whether forwarded headers count). */
+export interface Arrival {
+  readonly request: Request;
+  readonly server: PeerSource | null;
+}
+
+/**
+ * Same-origin posts only: a browser's Origin (when sent) must be the console's own, the origin
+ * the browser reached (behind a trusted proxy, its forwarded scheme and host).
+ */
+export function crossSite(deps: Pick<ConsoleDeps, "clients">, { request, server }: Arrival): boolean {
   const origin = request.headers.get("origin");
-  return origin !== null && origin !== requestOrigin(request);
+  return origin !== null && origin !== deps.clients.originOf(server, request);
 }
 
 /** Any error of a console handler as a page: AppErrors with their status, the rest as 500 (logged). */
@@ -38,10 +48,11 @@ export function errorPage(deps: ConsoleDeps, error: unknown, session: ConsoleSes
  */
 export async function signedIn(
   deps: ConsoleDeps,
-  request: Request,
+  arrival: Arrival,
   options: { write: boolean },
   page: Page,
 ): Promise<Response> {
+  const request = arrival.request;
   let session: ConsoleSession | null = null;
   try {
     session = await consoleSession(deps, readCookie(request.headers.get("cookie"), CONSOLE_SESSION_COOKIE));
@@ -51,7 +62,7 @@ export async function signedIn(
     }
     let form: Map<string, string> | null = null;
     if (request.method === "POST") {
-      if (crossSite(request)) throw new AppError("forbidden", "The form did not come from the console.");
+      if (crossSite(deps, arrival)) throw new AppError("forbidden", "The form did not come from the console.");
       form = await formOf(request, deps.config.maxBodyBytes);
       if (!sameToken(form.get("_csrf"), session.csrf)) {
         throw new AppError(

@@ -75,12 +75,3 @@ export async function formOf(request: Request, maxBytes: number): Promise<Map<st
   }
   return fields;
 }
-
-/** The origin the request reached, for the same-origin check on posts. */
-export function requestOrigin(request: Request): string | null {
-  try {
-    return new URL(request.url).origin;
-  } catch {
-    return null;
-  }
-}

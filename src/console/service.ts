@@ -3,6 +3,7 @@ import type { AuditStore } from "../audit/store";
 import { recordAudit } from "../audit/summary";
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
+import type { ClientAddresses } from "../http/client-address";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { signInMailLimitsOf, tooManySignInMails } from "../identity/mail-limits";
 import type { IdentityDeps } from "../identity/service";
@@ -38,6 +39,8 @@ export interface ConsoleDeps {
   readonly changes: ChangeFeed;
   readonly keys: KeyService;
   readonly identityDeps: IdentityDeps;
+  /** Who a request came from and the origin it reached, behind the trusted proxies or not. */
+  readonly clients: ClientAddresses;
 }
 
 export const newToken = () => randomBytes(32).toString("base64url");

@@ -51,15 +51,17 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
   return new Elysia({ prefix: CONSOLE_PATH })
     .get(
       "",
-      ({ request }) =>
-        signedIn(deps, request, { write: false }, async (s) => htmlResponse(sitesPage(s, await sitesOf(s.tenantId)))),
+      ({ request, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s) =>
+          htmlResponse(sitesPage(s, await sitesOf(s.tenantId))),
+        ),
       NO_PARSE,
     )
     .get("/", () => redirect(CONSOLE_PATH), NO_PARSE)
     .post(
       "/sites",
-      ({ request }) =>
-        signedIn(deps, request, { write: true }, async (s, form) => {
+      ({ request, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s, form) => {
           const id = (form?.get("id") ?? "").trim();
           if (id.length < 1 || id.length > 128) {
             const errors = [{ path: "/id", message: "Site id must be 1 to 128 characters." }];
@@ -83,8 +85,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .post(
       "/sites/:site/:toggle",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
           const site = siteParam(params.site);
           if (params.toggle !== "enable" && params.toggle !== "disable")
             throw new AppError("not_found", "No such page.");
@@ -100,8 +102,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .get(
       "/sites/:site/keys",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: false }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s) => {
           const site = siteParam(params.site);
           await requireSite(deps, s.tenantId, site);
           return htmlResponse(keysPage(s, site, await deps.keys.list(s.tenantId, site, deps.now())));
@@ -110,8 +112,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .post(
       "/sites/:site/keys",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s, form) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s, form) => {
           const site = siteParam(params.site);
           await requireSite(deps, s.tenantId, site);
           const checked = issueInput(form as Map<string, string>);
@@ -131,8 +133,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .get(
       "/sites/:site/keys/:keyId/revoke",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
           const site = siteParam(params.site);
           const keys = await deps.keys.list(s.tenantId, site, deps.now());
           const key = UUID.test(params.keyId) ? keys.find((k) => k.id === params.keyId) : undefined;
@@ -143,8 +145,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .post(
       "/sites/:site/keys/:keyId/revoke",
-      ({ request, params }) =>
-        signedIn(deps, request, { write: true }, async (s) => {
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
           const site = siteParam(params.site);
           if (!UUID.test(params.keyId)) throw new AppError("not_found", "Unknown key.");
           const key = await deps.keys.revoke(s.tenantId, site, params.keyId, deps.now());
@@ -161,8 +163,8 @@ export function consoleSiteRoutes(deps: ConsoleDeps) {
     )
     .get(
       "/audit",
-      ({ request }) =>
-        signedIn(deps, request, { write: false }, async (s) => {
+      ({ request, server }) =>
+        signedIn(deps, { request, server }, { write: false }, async (s) => {
           const query = new URL(request.url).searchParams;
           const siteRaw = query.get("site");
           const site = siteRaw === null || siteRaw === "" ? null : siteParam(siteRaw);

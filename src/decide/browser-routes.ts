@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { GrantFacts } from "../core/types";
 import type { RateWindows } from "../counters/rate-windows";
 import { takeRate } from "../counters/take-rate";
+import type { ClientAddresses } from "../http/client-address";
 import { browserCors, corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
 import type { BrowserIdentity } from "../identity/browser-credential";
@@ -20,6 +21,8 @@ export type BrowserDecideDeps = Parameters<typeof credentials>[0] & {
   readonly forwardRate: RateWindows;
   readonly decisions: DecisionEngine;
   readonly impact: DecisionSampler;
+  /** Who is calling, for the per-client windows (behind the trusted proxies or not). */
+  readonly clients: ClientAddresses;
 };
 
 const userIdRefused = () =>
@@ -27,11 +30,6 @@ const userIdRefused = () =>
     "forbidden",
     "userId is not accepted here: on browser routes identity comes only from the signed access cookie.",
   );
-
-/** Who is calling, for per-client rate windows: the peer address. */
-function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
-  return server?.requestIP(request)?.address ?? "unknown";
-}
 
 /** The access cookie's grants as `grants.*` facts; undefined when there is no cookie. */
 function grantFacts(who: BrowserIdentity): GrantFacts | undefined {
@@ -80,7 +78,11 @@ export function browserDecideRoutes(deps: BrowserDecideDeps) {
         // Explain shows meter values and rules: for the publisher's servers, not for readers.
         if (body.explain !== undefined) throw badRequest("explain is answered on the keyed /v1/decide only.");
         const now = deps.now();
-        takeRate(deps.browserDecideRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
+        takeRate(
+          deps.browserDecideRate,
+          `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
+          now,
+        );
         const who = await browserIdentityOf(site.tenantId, now);
         const { document, preview } = await engine.chooseDocument(site, request.headers.get(PREVIEW_HEADER), now);
         const req = {
@@ -134,7 +136,11 @@ export function forwardRoutes(deps: BrowserDecideDeps, prefix: Mount) {
         if (feature?.purpose !== "journey" || !feature.answerable) {
           throw new AppError("not_found", "Unknown journey feature.");
         }
-        takeRate(deps.forwardRate, `${site.tenantId}\u0001${site.id}\u0001${clientOf(server, request)}`, now);
+        takeRate(
+          deps.forwardRate,
+          `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
+          now,
+        );
         const who = await browserIdentityOf(site.tenantId, now);
         const context: Record<string, unknown> = {};
         for (const [k, v] of new URL(request.url).searchParams) if (!(k in query)) context[k] = v;

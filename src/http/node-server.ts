@@ -33,6 +33,9 @@ interface Answering {
   readonly path: string;
   readonly stats: RouteStats | undefined;
   readonly site: string | string[] | undefined;
+  /** The peer and its `X-Forwarded-For`, for the access log's client (read only when it is on). */
+  readonly peer: string | undefined;
+  readonly forwardedFor: string | string[] | undefined;
 }
 
 /** The part of Bun's `Server` the app reads (`app.server`): the port, the peer address, stop. */
@@ -82,6 +85,8 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       path,
       stats: native === undefined ? undefined : requests?.nativeStats(method, path),
       site: req.headers["x-svc-site-id"],
+      peer: requests?.accessLog ? req.socket.remoteAddress : undefined,
+      forwardedFor: requests?.accessLog ? req.headers["x-forwarded-for"] : undefined,
     };
     if (host === undefined || !target.startsWith("/") || !URL.canParse(url)) {
       void send(
@@ -230,6 +235,8 @@ function countAnswer(requests: RequestStats | undefined, answering: Answering, s
       (performance.now() - answering.startedAt) / 1000,
       answering.id,
       answering.site,
+      answering.peer,
+      answering.forwardedFor,
     );
   } catch {
     // Counting an answer already written must never fail it (nor end the process unhandled).

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Buckets, REQUEST_BUCKETS } from "../infra/histogram";
 import type { Logger } from "../logger";
+import type { ClientAddresses } from "./client-address";
 
 /** What a client may send as `x-request-id`: printable ASCII, no spaces, 1 to 128 characters. */
 const VALID_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -58,9 +59,14 @@ export class RequestStats {
   /** Native routes (keyed decide): path -> method -> stats, found without matching. */
   private readonly native = new Map<string, Map<string, RouteStats>>();
 
+  /**
+   * `clients`: how the access log names the client (the peer, or behind a trusted proxy the
+   * address it forwards); without it the log names none.
+   */
   constructor(
     private readonly logger: Logger,
-    private readonly accessLog: boolean,
+    readonly accessLog: boolean,
+    private readonly clients?: ClientAddresses,
   ) {}
 
   /** The app's route table (`app.routes`): what request paths are matched against. */
@@ -118,7 +124,9 @@ export class RequestStats {
 
   /**
    * Records one answer. `stats`: the native route's, when the transport knows it; otherwise the
-   * route is matched from `path`. `headers` are the request's (for the access log's site).
+   * route is matched from `path`. `site`, `peer` and `forwardedFor` are the request's
+   * `x-svc-site-id`, TCP peer address and `X-Forwarded-For`, read only for the access log (a
+   * transport need not find the peer when `accessLog` is off).
    */
   answered(
     stats: RouteStats | undefined,
@@ -128,6 +136,8 @@ export class RequestStats {
     seconds: number,
     requestId: string,
     site: string | string[] | null | undefined,
+    peer?: string,
+    forwardedFor?: string | string[] | null,
   ): void {
     const route = stats ?? this.statsOf(method, this.routeOf(method, path));
     route.record(status, seconds);
@@ -138,6 +148,10 @@ export class RequestStats {
         status,
         durationMs: Math.round(seconds * 1e6) / 1e3,
         site: siteOf(site),
+        client: this.clients?.addressFrom(
+          peer,
+          Array.isArray(forwardedFor) ? forwardedFor.join(", ") : (forwardedFor ?? null),
+        ),
         requestId,
       });
     }

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Config } from "../config";
+import type { ClientAddresses } from "../http/client-address";
 import { corsPolicy } from "../http/cors";
 import type { Mount } from "../http/mounts";
 import { AppError } from "../infra/errors";
@@ -46,14 +47,10 @@ function send(
   return r.body;
 }
 
-/** The caller's peer address (per-client limits); "unknown" when the server cannot tell (in-process). */
-function clientOf(server: { requestIP(r: Request): { address: string } | null } | null, request: Request): string {
-  return server?.requestIP(request)?.address ?? "unknown";
-}
-
-/** The identity routes' deps: the credentials', and the service-wide origin for links. */
+/** The identity routes' deps: the credentials', the service-wide origin for links, and who a request came from. */
 export interface IdentityRouteDeps extends CredentialDeps {
   readonly config: Pick<Config, "publicUrl">;
+  readonly clients: ClientAddresses;
 }
 
 /** The identity routes of one mount (`/v1` or `/svc/v1`): sessions, magic links, profile, exchange. */
@@ -73,8 +70,13 @@ export function identityRoutes(deps: IdentityRouteDeps, prefix: Mount) {
           callbackURL: body.callbackURL,
           // The link keeps the mount the request used; its origin is one the tenant trusts.
           linkBase: () =>
-            trustedLinkOrigin(deps.registry, deps.config.publicUrl, selected.tenantId, request.url) + prefix,
-          client: clientOf(server, request),
+            trustedLinkOrigin(
+              deps.registry,
+              deps.config.publicUrl,
+              selected.tenantId,
+              deps.clients.urlOf(server, request),
+            ) + prefix,
+          client: deps.clients.addressOf(server, request),
         });
       },
       { body: MagicLinkBody },

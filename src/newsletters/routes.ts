@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Config } from "../config";
+import type { ClientAddresses, PeerSource } from "../http/client-address";
 import { appErrorResponse } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { trustedLinkOrigin } from "../identity/link-origin";
@@ -25,6 +26,8 @@ import { type NewsletterSubjectDeps, newsletterSubject } from "./subject";
 export interface NewsletterRouteDeps extends NewsletterSubjectDeps {
   readonly newsletters: NewsletterDeps;
   readonly config: Pick<Config, "publicUrl">;
+  /** Who is calling (the consent proof's address, the anonymous path's window). */
+  readonly clients: ClientAddresses;
 }
 
 /** The emailed links' deps: the newsletter deps, the tenant by host, and the log for a failed link. */
@@ -32,14 +35,11 @@ export interface NewsletterLinkRouteDeps {
   readonly newsletters: NewsletterDeps;
   readonly registry: SiteRegistry;
   readonly logger: Logger;
+  /** Who confirmed (the consent proof's address). */
+  readonly clients: ClientAddresses;
 }
 
-type Server = { requestIP(r: Request): { address: string } | null } | null;
-
-/** The caller's peer address (consent proof); "unknown" when the server cannot tell (in-process). */
-function clientOf(server: Server, request: Request): string {
-  return server?.requestIP(request)?.address ?? "unknown";
-}
+type Server = PeerSource | null;
 
 /** The mount emailed newsletter links are served on (spec: `/v1` only). */
 const LINK_MOUNT = "/v1";
@@ -65,9 +65,14 @@ export function newsletterRoutes(deps: NewsletterRouteDeps, prefix: Mount) {
         const result = await putSubscriptions(nl, {
           subject,
           body,
-          client: clientOf(server, request),
+          client: deps.clients.addressOf(server, request),
           linkBase: () =>
-            trustedLinkOrigin(deps.registry, deps.config.publicUrl, subject.site.tenantId, request.url) + LINK_MOUNT,
+            trustedLinkOrigin(
+              deps.registry,
+              deps.config.publicUrl,
+              subject.site.tenantId,
+              deps.clients.urlOf(server, request),
+            ) + LINK_MOUNT,
         });
         set.status = result.status;
         return result.body;
@@ -129,7 +134,7 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
           nl,
           tenantOf(deps.registry, request),
           tokenOf(request),
-          clientOf(server, request),
+          deps.clients.addressOf(server, request),
         );
         return page(outcomePage(outcome), outcomeStatus(outcome.kind));
       }),

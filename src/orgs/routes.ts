@@ -1,5 +1,6 @@
 import { type AnyElysia, Elysia } from "elysia";
 import type { Config } from "../config";
+import type { ClientAddresses } from "../http/client-address";
 import type { Mount } from "../http/mounts";
 import { ACCESS_COOKIE, setCookie } from "../identity/cookies";
 import { type CredentialDeps, credentials, type SessionCredential } from "../identity/credentials";
@@ -45,6 +46,8 @@ export interface OrgDepsSource {
 /** The organization routes' deps: the credentials', the service's, and the service-wide origin for links. */
 export interface OrgRouteDeps extends CredentialDeps, OrgDepsSource {
   readonly config: Pick<Config, "publicUrl" | "invitationTtlDays">;
+  /** The origin a request reached (an invitation link's), behind the trusted proxies or not. */
+  readonly clients: ClientAddresses;
 }
 
 /** What the organization service needs of the process' dependencies. */
@@ -104,7 +107,12 @@ export function orgRoutes(deps: OrgRouteDeps, prefix: Mount): AnyElysia {
             siteId: ctx.site.id,
             // The link keeps the mount the request used; its origin is one the tenant trusts.
             linkBase: () =>
-              trustedLinkOrigin(deps.registry, deps.config.publicUrl, caller.tenantId, ctx.request.url) + prefix,
+              trustedLinkOrigin(
+                deps.registry,
+                deps.config.publicUrl,
+                caller.tenantId,
+                deps.clients.urlOf(ctx.server, ctx.request),
+              ) + prefix,
           });
         },
         { body: InviteMemberBody },

@@ -15,6 +15,9 @@ describe("the console on a started server (README path)", () => {
   beforeAll(async () => {
     dataDir = join(tempDir(), "data");
     server = await startServerProcess({ SVC_DATA_DIR: dataDir }, { startTimeoutMs: 90_000 });
+    // The demo is seeded after "listening": the CLI below needs its tenant (under load, a race).
+    for (let i = 0; i < 1_200 && !server.output().includes("Demo data created"); i++) await Bun.sleep(50);
+    expect(server.output()).toContain("Demo data created");
   }, 120_000);
   afterAll(async () => {
     await server?.stop();

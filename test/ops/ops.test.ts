@@ -188,7 +188,14 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
     const logged = lines.slice(from).map((l) => JSON.parse(l) as Record<string, unknown>);
     const requests = logged.filter((l) => l.message === "request");
     const line = requests.find((l) => l.requestId === "access-log-1");
-    expect(line).toMatchObject({ level: "info", method: "POST", route: "/v1/decide", status: 200, site: "news" });
+    expect(line).toMatchObject({
+      level: "info",
+      method: "POST",
+      route: "/v1/decide",
+      status: 200,
+      site: "news",
+      client: "127.0.0.1",
+    });
     expect(typeof line?.durationMs).toBe("number");
     expect(requests.some((l) => l.route === "/admin/tenants" && l.status === 200)).toBe(true);
     const text = lines.slice(from).join("\n");
