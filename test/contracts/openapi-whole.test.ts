@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { Elysia } from "elysia";
+import { describeApi, UNDESCRIBED_PREFIXES } from "../../src/contracts/openapi-document";
+import { contractKey, ROUTE_CONTRACTS } from "../../src/contracts/route-contracts";
+import { freshDatabase } from "../helpers/databases";
+import { type Harness, startHarness } from "../helpers/harness";
+
+// biome-ignore lint/suspicious/noExplicitAny: the test walks an OpenAPI document as plain JSON.
+type Json = Record<string, any>;
+
+describe("GET /openapi.json, the whole public and admin API", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let doc: Json;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
+    const res = await h.request("GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("application/json");
+    doc = (await res.json()) as Json;
+  }, 60_000);
+  afterAll(async () => {
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  const operations = () =>
+    Object.entries(doc.paths as Json).flatMap(([path, ops]) =>
+      Object.entries(ops as Json).map(([method, op]) => ({ path, method, op: op as Json })),
+    );
+
+  it("is a valid OpenAPI 3.1 document (a maintained validator)", async () => {
+    expect(doc.openapi).toBe("3.1.0");
+    const result = await new Validator().validate(doc as never);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it("describes every route the app registers, and nothing else (preflights and the console's pages aside)", () => {
+    const registered = h.app.routes
+      .filter((r) => r.method !== "OPTIONS" && !UNDESCRIBED_PREFIXES.some((p) => r.path.startsWith(p)))
+      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`)
+      .sort();
+    const described = operations()
+      .map(({ method, path }) => `${method} ${path}`)
+      .sort();
+    expect(described).toEqual(registered);
+    expect(described.length).toBeGreaterThan(110);
+    for (const area of [
+      "post /v1/decide",
+      "post /svc/v1/decide",
+      "get /v1/id/get-session",
+      "post /svc/v1/org/update",
+      "put /v1/newsletters/subscriptions",
+      "get /v1/grants",
+      "post /svc/v1/checkout",
+      "post /v1/streaming/{pipeline}",
+      "post /v1/content/sync",
+      "get /v1/recommendations",
+      "post /ofrep/v1/evaluate/flags",
+      "get /v1/iglu/schemas",
+      "get /metrics",
+      "post /admin/tenants/{tenant}/sites/{site}/deploy",
+    ]) {
+      expect(described).toContain(area);
+    }
+  });
+
+  it("lists every status of the route's contract, errors in the envelope, Retry-After on 429 and 503", () => {
+    for (const { method, path, op } of operations()) {
+      const contract = ROUTE_CONTRACTS[contractKey(method, path)];
+      expect({ route: `${method} ${path}`, listed: Object.keys(op.responses).map(Number) }).toEqual({
+        route: `${method} ${path}`,
+        listed: [...(contract?.statuses ?? [])],
+      });
+      for (const [status, response] of Object.entries(op.responses as Json)) {
+        if (Number(status) < 400) continue;
+        const envelope = response.$ref === `#/components/responses/${status}`;
+        const ofrep =
+          path.startsWith("/ofrep/") &&
+          JSON.stringify(response).includes("#/components/schemas/OfrepFailure") &&
+          JSON.stringify(response).includes("#/components/schemas/ErrorEnvelope");
+        expect({ route: `${method} ${path}`, status, inEnvelope: envelope || ofrep }).toEqual({
+          route: `${method} ${path}`,
+          status,
+          inEnvelope: true,
+        });
+      }
+    }
+    const responses = doc.components.responses;
+    expect(responses["429"].headers["Retry-After"].required).toBe(true);
+    expect(responses["503"].headers["Retry-After"]).toBeDefined();
+  });
+
+  it("names the bodies and answers as component schemas", () => {
+    let named = 0;
+    for (const { method, path, op } of operations()) {
+      const medias = [
+        ...Object.values((op.requestBody?.content ?? {}) as Json),
+        ...Object.entries(op.responses as Json)
+          .filter(([s]) => Number(s) < 300)
+          .flatMap(([, r]) => Object.entries((r.content ?? {}) as Json))
+          .filter(([type]) => type === "application/json")
+          .map(([, m]) => m),
+      ];
+      for (const media of medias) {
+        if (media.schema?.["x-svc-unmodelled"] === true) continue;
+        const isRef = typeof media.schema?.$ref === "string" || media.schema?.oneOf?.every((s: Json) => s.$ref);
+        expect({ route: `${method} ${path}`, named: isRef }).toEqual({ route: `${method} ${path}`, named: true });
+        named++;
+      }
+    }
+    expect(named).toBeGreaterThan(40);
+    for (const name of ["DecideBody", "DecideAnswer", "ExplainAnswer", "DecisionEntry", "ErrorEnvelope"]) {
+      expect(doc.components.schemas[name]).toBeDefined();
+    }
+    // The twins of a browser-facing route share one schema.
+    expect(doc.paths["/svc/v1/org/update"].post.requestBody).toEqual(doc.paths["/v1/org/update"].post.requestBody);
+  });
+
+  it("answers keyed decide as a discriminated answer: decisions or explain, never both", () => {
+    const ok = doc.paths["/v1/decide"].post.responses["200"].content["application/json"].schema;
+    expect(ok.oneOf).toEqual([
+      { $ref: "#/components/schemas/DecideAnswer" },
+      { $ref: "#/components/schemas/ExplainAnswer" },
+    ]);
+    const { DecideAnswer, ExplainAnswer } = doc.components.schemas;
+    expect(DecideAnswer.required).toContain("decisions");
+    expect(DecideAnswer.properties.explain).toBe(false);
+    expect(ExplainAnswer.required).toContain("explain");
+    expect(ExplainAnswer.properties.decisions).toBe(false);
+    expect(JSON.stringify(DecideAnswer)).toContain("#/components/schemas/DecisionEntry");
+  });
+
+  it("asks for the credential each route group takes", () => {
+    const security = (method: string, path: string) => doc.paths[path][method].security;
+    expect(security("post", "/v1/decide")).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
+    expect(security("post", "/admin/tenants")).toEqual([{ operator: [] }]);
+    expect(security("post", "/v1/org/update")).toEqual([{ session: [] }, { sessionToken: [] }]);
+    expect(security("get", "/health")).toEqual([]);
+  });
+
+  it("fails to describe a route no contract covers", () => {
+    expect(() => describeApi(new Elysia().get("/v1/undescribed", () => "x"))).toThrow(
+      "no contract for get /v1/undescribed",
+    );
+  });
+
+  it("serves the explorer and its assets itself: no CDN, so it works offline", async () => {
+    const page = await h.request("GET", "/openapi");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toStartWith("text/html");
+    const html = await page.text();
+    expect(html).not.toMatch(/(src|href)="https?:/);
+    const assets = [...html.matchAll(/(?:src|href)="(\/openapi\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets.sort()).toEqual(["/openapi/assets/swagger-ui-bundle.js", "/openapi/assets/swagger-ui.css"]);
+    for (const asset of assets) {
+      const res = await h.request("GET", asset);
+      expect(res.status).toBe(200);
+      expect((await res.text()).length).toBeGreaterThan(10_000);
+    }
+    expect(html).toContain('"url":"/openapi.json"');
+    const unknown = await h.request("GET", "/openapi/assets/index.html");
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as Json).error.code).toBe("not_found");
+  });
+});
