@@ -157,7 +157,9 @@ export function describeApi(app: AnyElysia): Json {
   const schemas: Record<string, Json> = {
     ErrorEnvelope: ERROR_ENVELOPE,
     OfrepFailure: OFREP_FAILURE,
-    ...Object.fromEntries(Object.entries(NAMED_MODELS).map(([name, model]) => [name, clone(model) as Json])),
+    ...Object.fromEntries(
+      Object.entries(NAMED_MODELS).map(([name, model]) => [name, plainIntegers(clone(model)) as Json]),
+    ),
   };
   const named = new Map<string, string>(Object.entries(schemas).map(([name, s]) => [canonicalJson(s), name]));
   const paths: Record<string, Record<string, Json>> = {};
@@ -231,12 +233,15 @@ export function describeKeyedDecide(whole: Json): Json {
 
 /** Keyed decide is served natively (no Elysia hooks): its body and answers come from its models. */
 function describeDecideOperation(operation: Json): void {
-  operation.requestBody = { required: true, content: { "application/json": { schema: clone(DecideBody) } } };
+  operation.requestBody = {
+    required: true,
+    content: { "application/json": { schema: plainIntegers(clone(DecideBody)) } },
+  };
   // A discriminated answer: `decisions` without `explain`, or `explain` without `decisions`, so a
   // generated client reads `data.decisions` (absent under explain) without a cast.
-  const decide = clone(DecideAnswer) as Json & { properties: Json };
+  const decide = plainIntegers(clone(DecideAnswer)) as Json & { properties: Json };
   decide.properties.explain = false;
-  const explain = clone(ExplainAnswer) as Json & { properties: Json };
+  const explain = plainIntegers(clone(ExplainAnswer)) as Json & { properties: Json };
   explain.properties.decisions = false;
   operation.responses = {
     200: {
@@ -264,10 +269,10 @@ function fillBody(operation: Json, route: RouteEntry): void {
     body.content =
       content["application/x-www-form-urlencoded"] !== undefined && content["application/json"] === undefined
         ? content
-        : { "application/json": content["application/json"] ?? { schema: clone(schema) } };
+        : { "application/json": content["application/json"] ?? { schema: plainIntegers(clone(schema)) } };
     return;
   }
-  operation.requestBody = { required: true, content: { "application/json": { schema: clone(schema) } } };
+  operation.requestBody = { required: true, content: { "application/json": { schema: plainIntegers(clone(schema)) } } };
 }
 
 function completeOperation(operation: Json, path: string, key: string, contract: RouteContract): void {
