@@ -2,7 +2,9 @@ import { toOpenAPISchema } from "@elysiajs/openapi";
 import type { AnyElysia, TSchema } from "elysia";
 import { ExplainAnswer } from "../decide/explain-model";
 import { DecideAnswer, DecideBody, DecisionEntry, KEYED_DECIDE_PATH } from "../decide/model";
+import { SessionAnswer, UserAnswer } from "../identity/model";
 import { InterventionEventData } from "../interventions/model";
+import { OfrepFailure, OfrepSuccess } from "../ofrep/model";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import { type Credential, contractKey, isMirror, ROUTE_CONTRACTS, type RouteContract } from "./route-contracts";
 
@@ -87,16 +89,6 @@ const ERROR_ENVELOPE = {
   },
 };
 
-const OFREP_FAILURE = {
-  type: "object",
-  required: ["errorCode"],
-  properties: {
-    key: { type: "string" },
-    errorCode: { type: "string", description: "OFREP's code: FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, ..." },
-    errorDetails: { type: "string" },
-  },
-};
-
 /** Security requirements per credential (alternatives; `{}` means none is needed). */
 const SECURITY: Readonly<Record<Credential, readonly Json[]>> = {
   none: [],
@@ -133,6 +125,10 @@ const SECURITY_SCHEMES = {
 /** Models with a name of their own: where one appears inside another schema, it is a `$ref`. */
 const NAMED_MODELS: Readonly<Record<string, TSchema>> = {
   DecisionEntry,
+  OfrepSuccess,
+  OfrepFailure,
+  User: UserAnswer,
+  Session: SessionAnswer,
   InterventionEvent: InterventionEventData,
 };
 
@@ -156,7 +152,6 @@ export function describeApi(app: AnyElysia): Json {
   const generatedPaths = plainIntegers(clone(generated.paths)) as Record<string, Record<string, Json>>;
   const schemas: Record<string, Json> = {
     ErrorEnvelope: ERROR_ENVELOPE,
-    OfrepFailure: OFREP_FAILURE,
     ...Object.fromEntries(
       Object.entries(NAMED_MODELS).map(([name, model]) => [name, plainIntegers(clone(model)) as Json]),
     ),
@@ -334,6 +329,13 @@ function responsesOf(generated: Record<string, Json> | undefined, key: string, c
   const responses: Record<string, Json> = {};
   const ok = Object.entries(generated ?? {}).find(([status]) => Number(status) < 300)?.[1];
   for (const status of contract.statuses) {
+    if (contract.answerOnError?.includes(status) && contract.answer !== undefined) {
+      const response = successResponse(key, status, answerResponse(contract.answer));
+      response.description = "Not ready: the checks say which part failed. Retry after `Retry-After` seconds.";
+      response.headers = { "Retry-After": { ...RETRY_AFTER, required: true } };
+      responses[status] = response;
+      continue;
+    }
     if (status >= 400) {
       responses[status] = ofrepShaped(key, status)
         ? {
@@ -352,9 +354,15 @@ function responsesOf(generated: Record<string, Json> | undefined, key: string, c
         : { $ref: `#/components/responses/${status}` };
       continue;
     }
-    responses[status] = successResponse(key, status, generated?.[status] ?? ok);
+    const answer = contract.answer === undefined ? undefined : answerResponse(contract.answer);
+    responses[status] = successResponse(key, status, answer ?? generated?.[status] ?? ok);
   }
   return responses;
+}
+
+/** A route's answer model (route-contracts.ts) as the generated response it stands for. */
+function answerResponse(model: TSchema): Json {
+  return { content: { "application/json": { schema: plainIntegers(clone(model)) } } };
 }
 
 const ofrepShaped = (key: string, status: number) =>

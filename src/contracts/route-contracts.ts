@@ -1,3 +1,10 @@
+import type { TSchema } from "elysia";
+import { DecideAnswer } from "../decide/model";
+import { CurrentSessionAnswer, SignedInAnswer, SignOutAnswer, UpstreamPushAnswer, UserAnswer } from "../identity/model";
+import { ListsAnswer, SubscriptionsAnswer } from "../newsletters/model";
+import { OfrepBulkAnswer, OfrepSuccess } from "../ofrep/model";
+import { HealthAnswer, ReadinessAnswer } from "../ops/model";
+
 /**
  * What the spec (and our docs) say of each route beyond its TypeBox models: a summary, the
  * credential, the statuses it answers and the site header's use. The OpenAPI document is generated
@@ -40,6 +47,10 @@ export interface RouteContract {
   readonly statuses: readonly number[];
   readonly site: SiteHeader;
   readonly description?: string;
+  /** The success answer's model, for a route whose handler declares none (documentation only). */
+  readonly answer?: TSchema;
+  /** Error statuses answered with the answer model instead of the envelope (readiness's 503). */
+  readonly answerOnError?: readonly number[];
 }
 
 /** Spec, Endpoints: the statuses listed per route. */
@@ -64,13 +75,22 @@ const admin = (summary: string, statuses: readonly number[] = ADMIN_WRITE): Rout
 
 export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
   // Ops
-  "get /health": { summary: "Liveness", tag: "ops", credential: "none", statuses: [200], site: "none" },
+  "get /health": {
+    summary: "Liveness",
+    tag: "ops",
+    credential: "none",
+    statuses: [200],
+    site: "none",
+    answer: HealthAnswer,
+  },
   "get /ready": {
     summary: "Readiness: the store answers and the change feed is applied",
     tag: "ops",
     credential: "none",
     statuses: [200, 503],
     site: "none",
+    answer: ReadinessAnswer,
+    answerOnError: [503],
   },
   "get /metrics": {
     summary: "Prometheus metrics (text exposition format)",
@@ -124,6 +144,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "browser",
     statuses: KEYED_DECIDE,
     site: "required",
+    answer: DecideAnswer,
   },
   "get /v1/decide/forward": {
     summary: "Navigate to a journey feature's destination (302)",
@@ -169,6 +190,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: [200, 400, 401, 403, 404, 413, 422, 429, 500, 503],
     site: "required",
+    answer: OfrepSuccess,
   },
   "post /ofrep/v1/evaluate/flags": {
     summary: "OFREP: evaluate flags in bulk",
@@ -177,6 +199,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: [200, 304, 400, 401, 403, 404, 413, 422, 429, 500, 503],
     site: "required",
+    answer: OfrepBulkAnswer,
   },
 
   // Content, streaming, recommendations, iglu
@@ -281,6 +304,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 403, 404, 422, 500],
     site: "required",
+    answer: SignedInAnswer,
   },
   "get /v1/id/get-session": {
     summary: "The current session (exchanges the upstream login in `dual`)",
@@ -288,6 +312,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session-optional",
     statuses: [200, 400, 404, 500],
     site: "required",
+    answer: CurrentSessionAnswer,
   },
   "post /v1/id/sign-out": {
     summary: "End the session",
@@ -295,6 +320,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: [200, 400, 401, 403, 404, 500],
     site: "required",
+    answer: SignOutAnswer,
   },
   "patch /v1/id/user-details": {
     summary: "Update the signed-in user's details and traits",
@@ -302,6 +328,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: UserAnswer,
   },
   "post /v1/id/session/exchange": {
     summary: "Exchange an upstream credential for a session (`dual` only)",
@@ -309,6 +336,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 401, 403, 404, 422, 500, 503],
     site: "required",
+    answer: SignedInAnswer,
   },
   "post /v1/id/upstream/revoke-sessions": {
     summary: "Upstream push: revoke every session of a person",
@@ -316,6 +344,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: UPSTREAM,
     site: "required",
+    answer: UpstreamPushAnswer,
   },
   "post /v1/id/upstream/change-identifier": {
     summary: "Upstream push: a person's address changed",
@@ -323,6 +352,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: UPSTREAM_CONFLICT,
     site: "required",
+    answer: UpstreamPushAnswer,
   },
   "post /v1/id/upstream/change-subject": {
     summary: "Upstream push: a person has a new upstream subject",
@@ -330,6 +360,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: UPSTREAM_CONFLICT,
     site: "required",
+    answer: UpstreamPushAnswer,
   },
   "post /v1/id/upstream/erase": {
     summary: "Upstream push: erase a person (anonymised in place)",
@@ -337,6 +368,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: UPSTREAM,
     site: "required",
+    answer: UpstreamPushAnswer,
   },
 
   // Grants, organizations, newsletters
@@ -430,6 +462,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404, 500],
     site: "required",
+    answer: ListsAnswer,
   },
   "get /v1/newsletters/subscriptions": {
     summary: "A person's standing on every list",
@@ -437,6 +470,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "newsletter",
     statuses: [200, 400, 401, 403, 404, 422, 500],
     site: "required",
+    answer: SubscriptionsAnswer,
   },
   "put /v1/newsletters/subscriptions": {
     summary: "Replace a person's subscriptions (202 when a confirmation went out)",
@@ -444,6 +478,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "newsletter",
     statuses: [200, 202, 400, 401, 403, 404, 422, 429, 500, 503],
     site: "required",
+    answer: SubscriptionsAnswer,
   },
   "get /v1/newsletters/confirm": {
     summary: "Emailed confirmation link: a page with a button (HTML)",

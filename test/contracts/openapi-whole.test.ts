@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import Ajv2020 from "ajv/dist/2020";
+import addFormats from "ajv-formats";
 import { Elysia } from "elysia";
 import { describeApi, UNDESCRIBED_PREFIXES } from "../../src/contracts/openapi-document";
 import { contractKey, ROUTE_CONTRACTS } from "../../src/contracts/route-contracts";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, startHarness } from "../helpers/harness";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { newsletterDocument } from "../newsletters/fixture";
 
 // biome-ignore lint/suspicious/noExplicitAny: the test walks an OpenAPI document as plain JSON.
 type Json = Record<string, any>;
@@ -13,11 +16,13 @@ describe("GET /openapi.json, the whole public and admin API", () => {
   let h: Harness;
   let drop: () => Promise<void>;
   let doc: Json;
+  let key: string;
 
   beforeAll(async () => {
     const db = await freshDatabase("embedded");
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
+    ({ key } = await seedSite(h, "news", newsletterDocument()));
     const res = await h.request("GET", "/openapi.json");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("application/json");
@@ -79,6 +84,8 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       });
       for (const [status, response] of Object.entries(op.responses as Json)) {
         if (Number(status) < 400) continue;
+        // Readiness answers its checks on 503 too, not the envelope.
+        if (`${method} ${path}` === "get /ready") continue;
         const envelope = response.$ref === `#/components/responses/${status}`;
         const ofrep =
           path.startsWith("/ofrep/") &&
@@ -167,5 +174,45 @@ describe("GET /openapi.json, the whole public and admin API", () => {
     const unknown = await h.request("GET", "/openapi/assets/index.html");
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as Json).error.code).toBe("not_found");
+  });
+
+  it("describes the real answers of the routes modelled in route-contracts.ts", async () => {
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    const site = { "x-svc-site-id": "news" };
+    const keyed = { ...site, authorization: `Bearer ${key}` };
+    const calls: [string, string, Record<string, string>, unknown][] = [
+      ["GET", "/health", {}, undefined],
+      ["GET", "/ready", {}, undefined],
+      ["POST", "/svc/v1/decide", { ...site, origin: "https://news.example" }, { features: ["section"] }],
+      ["GET", "/v1/newsletters/lists", site, undefined],
+      ["GET", "/svc/v1/newsletters/subscriptions", site, undefined],
+      ["GET", "/v1/id/get-session", site, undefined],
+      ["POST", "/ofrep/v1/evaluate/flags/section", keyed, { context: { targetingKey: "device-1" } }],
+      [
+        "POST",
+        "/ofrep/v1/evaluate/flags",
+        keyed,
+        { context: { targetingKey: "device-1", "svc.features": ["section"] } },
+      ],
+    ];
+    for (const [method, path, headers, body] of calls) {
+      const res = await h.request(method, path, { headers, body });
+      const answer = await res.json();
+      const template = path.replace("/flags/section", "/flags/{key}");
+      const schema =
+        doc.paths[template][method.toLowerCase()].responses[res.status]?.content?.["application/json"]?.schema;
+      expect({ path, status: res.status, modelled: schema?.$ref !== undefined }).toEqual({
+        path,
+        status: 200,
+        modelled: true,
+      });
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      expect({ path, valid: validate(answer), errors: validate.errors ?? null }).toEqual({
+        path,
+        valid: true,
+        errors: null,
+      });
+    }
   });
 });

@@ -1867,12 +1867,6 @@ export interface components {
                 details?: unknown;
             };
         };
-        OfrepFailure: {
-            key?: string;
-            /** @description OFREP's code: FLAG_NOT_FOUND, INVALID_CONTEXT, PARSE_ERROR, ... */
-            errorCode: string;
-            errorDetails?: string;
-        };
         DecisionEntry: {
             /** @description The outcome id the site switches on. */
             outcome: string;
@@ -1891,6 +1885,45 @@ export interface components {
                     count: number;
                 };
             };
+        } & {
+            [key: string]: unknown;
+        };
+        OfrepSuccess: {
+            key: string;
+            /** @description The outcome's fields (an object; empty for a plain outcome). */
+            value: unknown;
+            /** @description TARGETING_MATCH, SPLIT, DEFAULT, STATIC, DISABLED or ERROR. */
+            reason: string;
+            /** @description The outcome id. */
+            variant: string;
+            metadata?: {
+                [key: string]: string | number | boolean;
+            };
+        };
+        OfrepFailure: {
+            key?: string;
+            /** @description FLAG_NOT_FOUND, TARGETING_KEY_MISSING, INVALID_CONTEXT, PARSE_ERROR, GENERAL */
+            errorCode: string;
+            errorDetails?: string;
+        };
+        User: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            emailVerified: boolean;
+            name: string | null;
+            firstName: string | null;
+            lastName: string | null;
+            image: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        Session: {
+            /** Format: uuid */
+            id: string;
+            /** @description Only value `svc`. */
+            kind: string;
+            expiresAt: string;
         } & {
             [key: string]: unknown;
         };
@@ -2033,6 +2066,24 @@ export interface components {
             giftLink?: string;
             explain?: boolean;
         };
+        GetHealthAnswer: {
+            ok: boolean;
+        };
+        GetReadyAnswer: {
+            ready: boolean;
+            checks: {
+                /** @description ok or failed (open set). */
+                store: string;
+                /** @description ok or failed (open set). */
+                loaded: string;
+                /** @description ok or failed (open set). */
+                flush: string;
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         PostAdminTenantsBody: {
             id: string;
             hosts?: string[];
@@ -2106,6 +2157,14 @@ export interface components {
             subject: string;
             cause: "lock" | "password_reset";
         };
+        PostIdUpstreamRevokeSessionsAnswer: {
+            success: boolean;
+            /** Format: uuid */
+            userId: string;
+            applied: boolean;
+        } & {
+            [key: string]: unknown;
+        };
         PostIdUpstreamChangeIdentifierBody: {
             subject: string;
             /** Format: email */
@@ -2158,6 +2217,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        PostOfrepEvaluateFlagsAnswer: {
+            flags: (components["schemas"]["OfrepSuccess"] | components["schemas"]["OfrepFailure"])[];
+        };
         PostContentSyncBody: {
             events: {
                 id: string;
@@ -2178,6 +2240,33 @@ export interface components {
                 publishedAt: string | null;
             }[];
         };
+        PostDecideBrowserAnswer: {
+            /** @description One entry per feature that resolved. */
+            decisions: {
+                [key: string]: components["schemas"]["DecisionEntry"];
+            };
+            /** @description Names asked for and not answered (unknown, unpublished, disabled or not running on the site). */
+            unanswered: string[];
+            /** @description The answer came from the staged preview document. */
+            preview: boolean;
+            /** @description The batch's experiment exposures, one per experiment: self-describing events to fire as is. */
+            exposures: {
+                /** @description iglu:<vendor>/experiment_exposure/jsonschema/1-0-0 (see /v1/iglu). */
+                schema: string;
+                data: {
+                    /** @description The experiment's name in the site document. */
+                    experiment: string;
+                    /** @description The variant the subject was assigned. */
+                    variant: string;
+                    /** @description The decision came from the staged preview document: exclude it from analysis. */
+                    preview: boolean;
+                };
+            }[];
+            /** @constant */
+            accessMissing?: true;
+        } & {
+            [key: string]: unknown;
+        };
         PostCheckoutBrowserAnswer: {
             url: string;
         };
@@ -2189,6 +2278,27 @@ export interface components {
         PostIdMagicLinkConsumeBody: {
             token: string;
             callbackURL?: string;
+        };
+        PostIdMagicLinkConsumeAnswer: {
+            user: components["schemas"]["User"];
+            session: components["schemas"]["Session"];
+        } & {
+            [key: string]: unknown;
+        };
+        GetIdGetSessionAnswer: {
+            user: components["schemas"]["User"] | null;
+            session: components["schemas"]["Session"] | null;
+            /** @constant */
+            exchanged?: true;
+        } & {
+            [key: string]: unknown;
+        };
+        PostIdSignOutAnswer: {
+            success: boolean;
+            /** @description The upstream sign-out page, to send the browser to. */
+            logoutUrl: string | null;
+        } & {
+            [key: string]: unknown;
         };
         PatchIdUserDetailsBody: {
             name?: string;
@@ -2241,6 +2351,35 @@ export interface components {
         PostOrgCancelInvitationBody: {
             /** Format: uuid */
             invitationId: string;
+        };
+        GetNewslettersListsAnswer: {
+            lists: ({
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                label: string;
+                description: string | null;
+                doubleOptIn: boolean;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        GetNewslettersSubscriptionsAnswer: {
+            subscriptions: ({
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                label: string;
+                description: string | null;
+                /** @description subscribed, unsubscribed, pending, unknown (open set). */
+                status: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
         };
         PutNewslettersSubscriptionsBody: {
             subscribed: string[];
@@ -2534,9 +2673,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetHealthAnswer"];
                 };
             };
         };
@@ -2556,12 +2693,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["GetReadyAnswer"];
+                };
+            };
+            /** @description Not ready: the checks say which part failed. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Whole seconds to wait before retrying. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": {
+                        ready: boolean;
+                        checks: {
+                            /** @description ok or failed (open set). */
+                            store: string;
+                            /** @description ok or failed (open set). */
+                            loaded: string;
+                            /** @description ok or failed (open set). */
+                            flush: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
                         [key: string]: unknown;
                     };
                 };
             };
-            503: components["responses"]["503"];
         };
     };
     getMetrics: {
@@ -3891,9 +4050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdUpstreamRevokeSessionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3930,9 +4087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdUpstreamRevokeSessionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3970,9 +4125,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdUpstreamRevokeSessionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4010,9 +4163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdUpstreamRevokeSessionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4393,9 +4544,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OfrepSuccess"];
                 };
             };
             /** @description Invalid request (including a missing or overlong x-svc-site-id header, malformed JSON). */
@@ -4450,9 +4599,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOfrepEvaluateFlagsAnswer"];
                 };
             };
             /** @description Not modified: the ETag sent in If-None-Match is current. */
@@ -4653,9 +4800,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostDecideBrowserAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4839,9 +4984,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdMagicLinkConsumeAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4872,9 +5015,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdGetSessionAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4903,9 +5044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdSignOutAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4940,9 +5079,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["400"];
@@ -5011,9 +5148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdMagicLinkConsumeAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5493,9 +5628,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersListsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5526,9 +5659,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5564,9 +5695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             /** @description Accepted: a confirmation went out for each pending list. */
@@ -5575,9 +5704,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5761,9 +5888,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdMagicLinkConsumeAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5794,9 +5919,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdGetSessionAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5825,9 +5948,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdSignOutAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5862,9 +5983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["400"];
@@ -5933,9 +6052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdMagicLinkConsumeAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6415,9 +6532,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersListsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6448,9 +6563,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6486,9 +6599,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             /** @description Accepted: a confirmation went out for each pending list. */
@@ -6497,9 +6608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetNewslettersSubscriptionsAnswer"];
                 };
             };
             400: components["responses"]["400"];
