@@ -232,12 +232,21 @@ function describeDecideOperation(operation: Json): void {
     required: true,
     content: { "application/json": { schema: plainIntegers(clone(DecideBody)) } },
   };
-  // A discriminated answer: `decisions` without `explain`, or `explain` without `decisions`, so a
-  // generated client reads `data.decisions` (absent under explain) without a cast.
-  const decide = plainIntegers(clone(DecideAnswer)) as Json & { properties: Json };
-  decide.properties.explain = false;
-  const explain = plainIntegers(clone(ExplainAnswer)) as Json & { properties: Json };
-  explain.properties.decisions = false;
+  // A discriminated answer: DecideAnswer requires `decisions`, ExplainAnswer requires `explain`, and
+  // each names the other's member as optional with the same type ("absent here"), so a generated
+  // client types `data.decisions` as the decisions or undefined and reads it without a cast. (A
+  // `false` schema would say "absent" more strictly, but openapi-fetch drops never-typed members
+  // and `data.decisions` would read as unknown.)
+  const decide = plainIntegers(clone(DecideAnswer)) as Json & { properties: Record<string, Json> };
+  const explain = plainIntegers(clone(ExplainAnswer)) as Json & { properties: Record<string, Json> };
+  decide.properties.explain = {
+    ...explain.properties.explain,
+    description: "Never in a decide answer: only in ExplainAnswer (`explain: true`).",
+  };
+  explain.properties.decisions = {
+    ...decide.properties.decisions,
+    description: "Never in an explain answer: only in DecideAnswer.",
+  };
   operation.responses = {
     200: {
       description: "Decisions; under `explain: true`, explanations (ExplainAnswer).",

@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server, Socket } from "node:net";
 import { join } from "node:path";
-import { createDecideClient, type DecideClientOptions, type FallbackReason } from "../../clients/node/src/index";
+import {
+  createDecideClient,
+  type DecideClientOptions,
+  type DecisionEntry,
+  type FallbackReason,
+} from "../../clients/node/src/index";
 import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
@@ -102,6 +107,18 @@ describe("clients/node: decide from a publisher's server, against a started serv
     expect(paywall?.outcome).toBeString();
     expect(answer.decisions.section?.outcome).toBe("other");
     expect(answer.unanswered).toEqual(["nope"]);
+  });
+
+  it("gives the generated client of the whole API, whose decide answer reads decisions with no cast", async () => {
+    const { data, response } = await client().api.POST("/v1/decide", {
+      params: { header: { "x-svc-site-id": "news" } },
+      body: { features: ["section"], deviceId: "device-1" },
+    });
+    expect(response.status).toBe(200);
+    // The 200 is DecideAnswer | ExplainAnswer, discriminated: `decisions` is typed, absent under explain.
+    const decisions: Record<string, DecisionEntry> | undefined = data?.decisions;
+    expect(decisions?.section?.outcome).toBe("other");
+    expect(data?.explain).toBeUndefined();
   });
 
   it("explains, as its own call", async () => {

@@ -137,9 +137,13 @@ describe("GET /openapi.json, the whole public and admin API", () => {
     ]);
     const { DecideAnswer, ExplainAnswer } = doc.components.schemas;
     expect(DecideAnswer.required).toContain("decisions");
-    expect(DecideAnswer.properties.explain).toBe(false);
+    expect(DecideAnswer.required).not.toContain("explain");
     expect(ExplainAnswer.required).toContain("explain");
-    expect(ExplainAnswer.properties.decisions).toBe(false);
+    expect(ExplainAnswer.required).not.toContain("decisions");
+    // Each names the other's member as optional, with the same type: a client reads either without a cast.
+    expect(ExplainAnswer.properties.decisions.patternProperties).toEqual(
+      DecideAnswer.properties.decisions.patternProperties,
+    );
     expect(JSON.stringify(DecideAnswer)).toContain("#/components/schemas/DecisionEntry");
   });
 
@@ -171,6 +175,7 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       expect((await res.text()).length).toBeGreaterThan(10_000);
     }
     expect(html).toContain('"url":"/openapi.json"');
+    expect(html).toContain('"validatorUrl":null');
     const unknown = await h.request("GET", "/openapi/assets/index.html");
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as Json).error.code).toBe("not_found");

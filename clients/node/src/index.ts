@@ -164,20 +164,24 @@ export function createDecideClient(options: DecideClientOptions): DecideClient {
       const outcome = await call({ ...body, explain: false }, callOptions);
       if ("failed" in outcome) return fallback(body, outcome.failed);
       const answer = outcome.answer;
-      // The answer is discriminated: `decisions` without `explain`, or the other way round.
-      if (answer.decisions === undefined) return fallback(body, { kind: "refused", status: 200, code: "no_decisions" });
+      if (!isDecideAnswer(answer)) return fallback(body, { kind: "refused", status: 200, code: "no_decisions" });
       return answer;
     },
     async explain(body, callOptions = {}) {
       const outcome = await call({ ...body, explain: true }, callOptions);
       if ("failed" in outcome) throw new DecideError(outcome.failed, `explain failed: ${outcome.failed.kind}`);
       const answer = outcome.answer;
-      if (answer.explain === undefined) {
+      if (isDecideAnswer(answer)) {
         throw new DecideError({ kind: "refused", status: 200, code: "no_explain" }, "explain failed: no explain");
       }
       return answer;
     },
   };
+}
+
+/** The answer is discriminated by its required member: `decisions` (decide) or `explain`. */
+function isDecideAnswer(answer: DecideAnswer | ExplainAnswer): answer is DecideAnswer {
+  return answer.decisions !== undefined;
 }
 
 /** The feature's `onError` outcome as a decision entry: its verdict and its plain fields. */

@@ -1980,7 +1980,66 @@ export interface components {
             }[];
             /** @constant */
             accessMissing?: true;
-            explain?: never;
+            /** @description Never in a decide answer: only in ExplainAnswer (`explain: true`). */
+            explain?: {
+                [key: string]: {
+                    outcome: string;
+                    type?: string;
+                    matched: {
+                        /** @description Index of the rule in the feature's rules. */
+                        rule: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        split?: {
+                            experiment: string;
+                            variant: string;
+                        };
+                    } | {
+                        /** @constant */
+                        rule: "default";
+                    } | {
+                        /** @constant */
+                        rule: "onError";
+                        reason: string;
+                    };
+                    /** @description The rules evaluated, in order, up to the one that decided. */
+                    rules: {
+                        index: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        result: "matched" | "not matched" | "error";
+                        facts: {
+                            /** @description namespace.path as the rule names it */
+                            fact: string;
+                            /** @description signed: a verified content descriptor or gift link; stored: the service's own records; unverified: the caller's context. */
+                            source: "signed" | "stored" | "unverified";
+                            /** @description False when the namespace is unavailable on this request. */
+                            available: boolean;
+                            /** @description The value read; absent when the path holds nothing. */
+                            value?: unknown;
+                        }[];
+                        meters: {
+                            meter: string;
+                            available: boolean;
+                            allowance?: number;
+                            count?: number;
+                            remaining?: number;
+                            seen?: boolean;
+                        }[];
+                    }[];
+                    /** @description The meter reads the decision would carry. */
+                    meters?: {
+                        [key: string]: {
+                            allowance: number;
+                            count: number;
+                        };
+                    };
+                    /** @description For a deny: what would change it, e.g. "grant `premium`". */
+                    wouldChange?: string[];
+                };
+            };
         } & {
             [key: string]: unknown;
         };
@@ -2048,7 +2107,10 @@ export interface components {
             preview: boolean;
             subject: string | null;
             contentVerified: boolean;
-            decisions?: never;
+            /** @description Never in an explain answer: only in DecideAnswer. */
+            decisions?: {
+                [key: string]: components["schemas"]["DecisionEntry"];
+            };
         } & {
             [key: string]: unknown;
         };
