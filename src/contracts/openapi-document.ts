@@ -364,7 +364,7 @@ function responsesOf(generated: Record<string, Json> | undefined, key: string, c
       continue;
     }
     const answer = contract.answer === undefined ? undefined : answerResponse(contract.answer);
-    responses[status] = successResponse(key, status, answer ?? generated?.[status] ?? ok);
+    responses[status] = successResponse(key, status, answer ?? generated?.[status] ?? ok, contract.html);
   }
   return responses;
 }
@@ -377,7 +377,7 @@ function answerResponse(model: TSchema): Json {
 const ofrepShaped = (key: string, status: number) =>
   key.startsWith("post /ofrep/") && (status === 400 || status === 404);
 
-function successResponse(key: string, status: number, generated: Json | undefined): Json {
+function successResponse(key: string, status: number, generated: Json | undefined, html = false): Json {
   if (status === 302) {
     return {
       description: "To the resolved url, or the feature's fallbackUrl. No JSON body.",
@@ -403,12 +403,7 @@ function successResponse(key: string, status: number, generated: Json | undefine
       content: { "text/plain": { schema: { type: "string" } } },
     };
   }
-  if (key === "get /openapi" || key.includes("/newsletters/confirm") || key.includes("/newsletters/unsubscribe")) {
-    return { description: "An HTML page.", content: { "text/html": { schema: { type: "string" } } } };
-  }
-  if (key === "get /v1/id/magic-link") {
-    return { description: "An HTML page.", content: { "text/html": { schema: { type: "string" } } } };
-  }
+  if (html) return { description: "An HTML page.", content: { "text/html": { schema: { type: "string" } } } };
   if (key === "get /openapi/assets/{file}") {
     return { description: "The file.", content: { "*/*": { schema: { type: "string" } } } };
   }

@@ -3,6 +3,16 @@ import { DecideAnswer } from "../decide/model";
 import { CurrentSessionAnswer, SignedInAnswer, SignOutAnswer, UpstreamPushAnswer, UserAnswer } from "../identity/model";
 import { ListsAnswer, SubscriptionsAnswer } from "../newsletters/model";
 import { OfrepBulkAnswer, OfrepSuccess } from "../ofrep/model";
+import {
+  AcceptedInvitationAnswer,
+  ActiveOrganizationAnswer,
+  InvitationAnswer,
+  InvitationsAnswer,
+  MembersAnswer,
+  MembershipAnswer,
+  OrganizationAnswer,
+  SuccessAnswer,
+} from "../orgs/model";
 import { HealthAnswer, ReadinessAnswer } from "../ops/model";
 
 /**
@@ -51,6 +61,8 @@ export interface RouteContract {
   readonly answer?: TSchema;
   /** Error statuses answered with the answer model instead of the envelope (readiness's 503). */
   readonly answerOnError?: readonly number[];
+  /** The success answer is an HTML page (a link's interstitial, the explorer), not JSON. */
+  readonly html?: true;
 }
 
 /** Spec, Endpoints: the statuses listed per route. */
@@ -112,6 +124,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200],
     site: "none",
+    html: true,
   },
   "get /openapi/assets/{file}": {
     summary: "The explorer's script and style sheet",
@@ -297,6 +310,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404, 422],
     site: "optional",
+    html: true,
   },
   "post /v1/id/magic-link/consume": {
     summary: "Consume a magic-link token: a session",
@@ -380,11 +394,12 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     site: "required",
   },
   "get /v1/org/invitation": {
-    summary: "One invitation, for its invitee",
+    summary: "An emailed invitation's page (HTML; it accepts or rejects with the invitee's session)",
     tag: "organizations",
-    credential: "session",
-    statuses: ORG,
-    site: "required",
+    credential: "none",
+    statuses: [200, 400, 404, 422],
+    site: "optional",
+    html: true,
   },
   "get /v1/org/list-members": {
     summary: "Members of the organization",
@@ -392,6 +407,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: MembersAnswer,
   },
   "get /v1/org/list-invitations": {
     summary: "Invitations of the organization",
@@ -399,6 +415,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: InvitationsAnswer,
   },
   "post /v1/org/update-member-role": {
     summary: "Change a member's role",
@@ -406,6 +423,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: MembershipAnswer,
   },
   "post /v1/org/invite-member": {
     summary: "Invite a member (a pending seat)",
@@ -413,6 +431,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: InvitationAnswer,
   },
   "post /v1/org/set-active": {
     summary: "Set the session's active organization",
@@ -420,6 +439,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: ActiveOrganizationAnswer,
   },
   "post /v1/org/update": {
     summary: "Rename the organization or change its logo",
@@ -427,6 +447,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: OrganizationAnswer,
   },
   "post /v1/org/remove-member": {
     summary: "Remove a member",
@@ -434,6 +455,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: ORG,
     site: "required",
+    answer: SuccessAnswer,
   },
   "post /v1/org/cancel-invitation": {
     summary: "Cancel an invitation",
@@ -441,6 +463,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: SESSION,
     site: "required",
+    answer: InvitationAnswer,
   },
   "post /v1/org/accept-invitation": {
     summary: "Accept an invitation (the invitee's verified session)",
@@ -448,6 +471,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: SESSION,
     site: "required",
+    answer: AcceptedInvitationAnswer,
   },
   "post /v1/org/reject-invitation": {
     summary: "Reject an invitation",
@@ -455,6 +479,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "session",
     statuses: SESSION,
     site: "required",
+    answer: InvitationAnswer,
   },
   "get /v1/newsletters/lists": {
     summary: "The site's deployed newsletter lists",
@@ -486,6 +511,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404],
     site: "none",
+    html: true,
   },
   "post /v1/newsletters/confirm": {
     summary: "Confirm a pending subscription (form post, HTML answer)",
@@ -493,6 +519,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404, 410],
     site: "none",
+    html: true,
   },
   "get /v1/newsletters/unsubscribe": {
     summary: "Emailed unsubscribe link: a page with a button (HTML)",
@@ -500,6 +527,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404],
     site: "none",
+    html: true,
   },
   "post /v1/newsletters/unsubscribe": {
     summary: "One-click unsubscribe (RFC 8058, form post, HTML answer)",
@@ -507,6 +535,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 404, 410],
     site: "none",
+    html: true,
   },
 
   // Admin

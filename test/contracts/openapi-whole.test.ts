@@ -7,6 +7,7 @@ import { describeApi, UNDESCRIBED_PREFIXES } from "../../src/contracts/openapi-d
 import { contractKey, ROUTE_CONTRACTS } from "../../src/contracts/route-contracts";
 import { freshDatabase } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { mailbox } from "../helpers/sign-in";
 import { newsletterDocument } from "../newsletters/fixture";
 
 // biome-ignore lint/suspicious/noExplicitAny: the test walks an OpenAPI document as plain JSON.
@@ -17,11 +18,12 @@ describe("GET /openapi.json, the whole public and admin API", () => {
   let drop: () => Promise<void>;
   let doc: Json;
   let key: string;
+  const box = mailbox();
 
   beforeAll(async () => {
     const db = await freshDatabase("embedded");
     drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
+    h = await startHarness(db, { config: { HOST: "127.0.0.1" }, mailTransport: box.transport });
     ({ key } = await seedSite(h, "news", newsletterDocument()));
     const res = await h.request("GET", "/openapi.json");
     expect(res.status).toBe(200);
@@ -201,6 +203,47 @@ describe("GET /openapi.json, the whole public and admin API", () => {
         { context: { targetingKey: "device-1", "svc.features": ["section"] } },
       ],
     ];
+    // A signed-in owner of an organization, for the identity and organization routes.
+    expect(
+      (await h.request("POST", "/v1/id/sign-in/magic-link", { headers: site, body: { email: "owner@example.com" } }))
+        .status,
+    ).toBe(200);
+    await h.deps.outbox.drain();
+    const consumed = await h.request("POST", "/v1/id/magic-link/consume", {
+      headers: site,
+      body: { token: box.lastToken() },
+    });
+    const cookie = consumed.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+    const created = await h.admin("POST", "/admin/tenants/default/organizations", {
+      name: "Owners",
+      slug: "owners",
+      ownerEmail: "owner@example.com",
+    });
+    expect(created.status).toBe(201);
+    const organizationId = ((await created.json()) as Json).organization.id as string;
+    const session = { ...site, cookie, origin: "https://news.example" };
+    calls.push(
+      ["GET", "/v1/id/get-session", session, undefined],
+      ["PATCH", "/v1/id/user-details", session, { name: "Owner" }],
+      ["POST", "/v1/org/set-active", session, { organizationId }],
+      ["GET", "/v1/org/list-members", session, undefined],
+      ["POST", "/v1/org/update", session, { name: "Owners Ltd" }],
+      ["POST", "/v1/org/invite-member", session, { email: "member@example.com", role: "member" }],
+      ["GET", "/v1/org/list-invitations", session, undefined],
+      ["GET", "/v1/grants", session, undefined],
+      ["POST", "/v1/id/sign-out", session, undefined],
+    );
+    expect(consumed.status).toBe(200);
+    const consumeSchema =
+      doc.paths["/v1/id/magic-link/consume"].post.responses["200"].content["application/json"].schema;
+    const validConsume = ajv.compile({ ...consumeSchema, components: doc.components });
+    expect({ valid: validConsume(await consumed.json()), errors: validConsume.errors ?? null }).toEqual({
+      valid: true,
+      errors: null,
+    });
     for (const [method, path, headers, body] of calls) {
       const res = await h.request(method, path, { headers, body });
       const answer = await res.json();

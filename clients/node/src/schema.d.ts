@@ -1213,7 +1213,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One invitation, for its invitee */
+        /** An emailed invitation's page (HTML; it accepts or rejects with the invitee's session) */
         get: operations["getOrgInvitation"];
         put?: never;
         post?: never;
@@ -1622,7 +1622,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One invitation, for its invitee */
+        /** An emailed invitation's page (HTML; it accepts or rejects with the invitee's session) */
         get: operations["getOrgInvitationSvc"];
         put?: never;
         post?: never;
@@ -2388,6 +2388,26 @@ export interface components {
             /** Format: uuid */
             organizationId?: string;
         };
+        PostOrgUpdateMemberRoleAnswer: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            organizationId: string;
+            /** Format: uuid */
+            userId: string;
+            role: string | null;
+            createdAt: string | null;
+            user: {
+                /** Format: uuid */
+                id: string;
+                email: string;
+                name: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         PostOrgInviteMemberBody: {
             /** Format: email */
             email: string;
@@ -2396,8 +2416,34 @@ export interface components {
             organizationId?: string;
             resend?: boolean;
         };
+        PostOrgInviteMemberAnswer: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            organizationId: string;
+            email: string;
+            role: string | null;
+            status: string | null;
+            expiresAt: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         PostOrgSetActiveBody: {
             organizationId: string | null;
+        };
+        PostOrgSetActiveAnswer: {
+            organization: ({
+                /** Format: uuid */
+                id: string;
+                name: string;
+                /** @description Cannot be changed through the API. */
+                slug: string;
+                logo: string | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+        } & {
+            [key: string]: unknown;
         };
         PostOrgUpdateBody: {
             /** Format: uuid */
@@ -2405,14 +2451,105 @@ export interface components {
             name: string;
             logo?: string | null;
         };
+        PostOrgUpdateAnswer: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description Cannot be changed through the API. */
+            slug: string;
+            logo: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         PostOrgRemoveMemberBody: {
             memberIdOrEmail: string;
             /** Format: uuid */
             organizationId?: string;
         };
+        PostOrgRemoveMemberAnswer: {
+            success: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        GetOrgListMembersAnswer: {
+            members: ({
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                organizationId: string;
+                /** Format: uuid */
+                userId: string;
+                role: string | null;
+                createdAt: string | null;
+                user: {
+                    /** Format: uuid */
+                    id: string;
+                    email: string;
+                    name: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        GetOrgListInvitationsAnswer: {
+            invitations: ({
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                organizationId: string;
+                email: string;
+                role: string | null;
+                status: string | null;
+                expiresAt: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
         PostOrgCancelInvitationBody: {
             /** Format: uuid */
             invitationId: string;
+        };
+        PostOrgAcceptInvitationAnswer: {
+            invitation: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                organizationId: string;
+                email: string;
+                role: string | null;
+                status: string | null;
+                expiresAt: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+            member: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                organizationId: string;
+                /** Format: uuid */
+                userId: string;
+                role: string | null;
+                createdAt: string | null;
+                user: {
+                    /** Format: uuid */
+                    id: string;
+                    email: string;
+                    name: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
         };
         GetNewslettersListsAnswer: {
             lists: ({
@@ -5259,35 +5396,30 @@ export interface operations {
                 id: string;
                 site: string;
             };
-            header: {
+            header?: {
                 /**
-                 * @description The site; under an API key it must be the key's site.
+                 * @description The site; optional here (the key's pin, or the `site` query of a navigation).
                  * @example news
                  */
-                "x-svc-site-id": string;
+                "x-svc-site-id"?: string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
+            /** @description An HTML page. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "text/html": string;
                 };
             };
             400: components["responses"]["400"];
-            401: components["responses"]["401"];
-            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
-            500: components["responses"]["500"];
         };
     };
     postOrgUpdateMemberRole: {
@@ -5315,9 +5447,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgUpdateMemberRoleAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5353,9 +5483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5391,9 +5519,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgSetActiveAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5429,9 +5555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgUpdateAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5467,9 +5591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgRemoveMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5503,9 +5625,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOrgListMembersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5539,9 +5659,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOrgListInvitationsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5577,9 +5695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5616,9 +5732,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgAcceptInvitationAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5655,9 +5769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6163,35 +6275,30 @@ export interface operations {
                 id: string;
                 site: string;
             };
-            header: {
+            header?: {
                 /**
-                 * @description The site; under an API key it must be the key's site.
+                 * @description The site; optional here (the key's pin, or the `site` query of a navigation).
                  * @example news
                  */
-                "x-svc-site-id": string;
+                "x-svc-site-id"?: string;
             };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
+            /** @description An HTML page. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "text/html": string;
                 };
             };
             400: components["responses"]["400"];
-            401: components["responses"]["401"];
-            403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
-            500: components["responses"]["500"];
         };
     };
     postOrgUpdateMemberRoleSvc: {
@@ -6219,9 +6326,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgUpdateMemberRoleAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6257,9 +6362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6295,9 +6398,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgSetActiveAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6333,9 +6434,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgUpdateAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6371,9 +6470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgRemoveMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6407,9 +6504,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOrgListMembersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6443,9 +6538,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOrgListInvitationsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6481,9 +6574,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6520,9 +6611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgAcceptInvitationAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6559,9 +6648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostOrgInviteMemberAnswer"];
                 };
             };
             400: components["responses"]["400"];
