@@ -1,8 +1,18 @@
 import type { TSchema } from "elysia";
 import { DecideAnswer } from "../decide/model";
-import { CurrentSessionAnswer, SignedInAnswer, SignOutAnswer, UpstreamPushAnswer, UserAnswer } from "../identity/model";
+import {
+  CurrentSessionAnswer,
+  IdentityConfigAnswer,
+  SignedInAnswer,
+  SignOutAnswer,
+  TraitsAnswer,
+  UpstreamPushAnswer,
+  UserAnswer,
+} from "../identity/model";
+import { IgluListing, IgluSchemaAnswer } from "../iglu/model";
 import { ListsAnswer, SubscriptionsAnswer } from "../newsletters/model";
 import { OfrepBulkAnswer, OfrepSuccess } from "../ofrep/model";
+import { HealthAnswer, ReadinessAnswer } from "../ops/model";
 import {
   AcceptedInvitationAnswer,
   ActiveOrganizationAnswer,
@@ -13,7 +23,6 @@ import {
   OrganizationAnswer,
   SuccessAnswer,
 } from "../orgs/model";
-import { HealthAnswer, ReadinessAnswer } from "../ops/model";
 
 /**
  * What the spec (and our docs) say of each route beyond its TypeBox models: a summary, the
@@ -250,6 +259,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: [200, 401, 403, 500],
     site: "optional",
+    answer: IgluListing,
   },
   "get /v1/iglu/schemas/{vendor}/{name}/jsonschema": {
     summary: "The iglu: URIs of every version of a schema",
@@ -257,6 +267,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: [200, 401, 403, 404, 500],
     site: "optional",
+    answer: IgluListing,
   },
   "get /v1/iglu/schemas/{vendor}/{name}/jsonschema/{version}": {
     summary: "A self-describing JSON Schema (or the URIs of a model)",
@@ -264,6 +275,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "key",
     statuses: [200, 401, 403, 404, 500],
     site: "optional",
+    answer: IgluSchemaAnswer,
   },
 
   // Checkout
@@ -289,6 +301,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: PUBLIC,
     site: "required",
+    answer: IdentityConfigAnswer,
   },
   "get /v1/id/traits": {
     summary: "The site's declared user traits (public, any origin)",
@@ -296,6 +309,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: PUBLIC,
     site: "required",
+    answer: TraitsAnswer,
   },
   "post /v1/id/sign-in/magic-link": {
     summary: "Email a sign-in link",
@@ -303,6 +317,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200, 400, 403, 404, 413, 422, 429, 500, 503],
     site: "required",
+    answer: SuccessAnswer,
   },
   "get /v1/id/magic-link": {
     summary: "The emailed link's interstitial page (HTML; it POSTs to consume)",

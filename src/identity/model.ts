@@ -97,3 +97,17 @@ export const UpstreamPushAnswer = t.Object(
   { success: t.Boolean(), userId: t.String({ format: "uuid" }), applied: t.Boolean() },
   { additionalProperties: true },
 );
+
+/** GET /v1/id/config: what a site's pages need to offer sign-in (public). */
+export const IdentityConfigAnswer = t.Object(
+  {
+    site: t.String(),
+    identityMode: t.String({ description: "external_only, dual or svc_only (open set)." }),
+    signInEnabled: t.Boolean(),
+    logoutUrl: t.Union([t.String(), t.Null()]),
+  },
+  { additionalProperties: true },
+);
+
+/** GET /v1/id/traits: the site's declared user traits, by name. */
+export const TraitsAnswer = t.Object({ traits: t.Record(t.String(), t.Unknown()) }, { additionalProperties: true });

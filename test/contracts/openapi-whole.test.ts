@@ -193,6 +193,11 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       ["GET", "/ready", {}, undefined],
       ["POST", "/svc/v1/decide", { ...site, origin: "https://news.example" }, { features: ["section"] }],
       ["GET", "/v1/newsletters/lists", site, undefined],
+      ["GET", "/v1/id/config", site, undefined],
+      ["GET", "/v1/id/traits", site, undefined],
+      ["GET", "/v1/iglu/schemas", keyed, undefined],
+      ["GET", "/v1/iglu/schemas/com.svc/experiment_exposure/jsonschema", keyed, undefined],
+      ["GET", "/v1/iglu/schemas/com.svc/experiment_exposure/jsonschema/1-0-0", keyed, undefined],
       ["GET", "/svc/v1/newsletters/subscriptions", site, undefined],
       ["GET", "/v1/id/get-session", site, undefined],
       ["POST", "/ofrep/v1/evaluate/flags/section", keyed, { context: { targetingKey: "device-1" } }],
@@ -247,7 +252,10 @@ describe("GET /openapi.json, the whole public and admin API", () => {
     for (const [method, path, headers, body] of calls) {
       const res = await h.request(method, path, { headers, body });
       const answer = await res.json();
-      const template = path.replace("/flags/section", "/flags/{key}");
+      const template = path
+        .replace("/flags/section", "/flags/{key}")
+        .replace("com.svc/experiment_exposure/jsonschema/1-0-0", "{vendor}/{name}/jsonschema/{version}")
+        .replace("com.svc/experiment_exposure/jsonschema", "{vendor}/{name}/jsonschema");
       const schema =
         doc.paths[template][method.toLowerCase()].responses[res.status]?.content?.["application/json"]?.schema;
       expect({ path, status: res.status, modelled: schema?.$ref !== undefined }).toEqual({

@@ -2274,6 +2274,19 @@ export interface components {
                 [key: string]: number;
             };
         };
+        GetIgluSchemasAnswer: string[];
+        GetIgluSchemasJsonschemaAnswer: ({
+            self: {
+                vendor: string;
+                name: string;
+                format: string;
+                version: string;
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        }) | string[];
         PostOfrepEvaluateFlagsBody: {
             context?: unknown;
         } & {
@@ -2332,10 +2345,24 @@ export interface components {
         PostCheckoutBrowserAnswer: {
             url: string;
         };
+        GetIdConfigAnswer: {
+            site: string;
+            /** @description external_only, dual or svc_only (open set). */
+            identityMode: string;
+            signInEnabled: boolean;
+            logoutUrl: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         PostIdSignInMagicLinkBody: {
             /** Format: email */
             email: string;
             callbackURL?: string;
+        };
+        PostIdSignInMagicLinkAnswer: {
+            success: boolean;
+        } & {
+            [key: string]: unknown;
         };
         PostIdMagicLinkConsumeBody: {
             token: string;
@@ -2369,6 +2396,13 @@ export interface components {
             userTraits?: {
                 [key: string]: unknown;
             };
+        };
+        GetIdTraitsAnswer: {
+            traits: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
         };
         PostIdSessionExchangeBody: {
             subject_token?: string;
@@ -2465,11 +2499,6 @@ export interface components {
             memberIdOrEmail: string;
             /** Format: uuid */
             organizationId?: string;
-        };
-        PostOrgRemoveMemberAnswer: {
-            success: boolean;
-        } & {
-            [key: string]: unknown;
         };
         GetOrgListMembersAnswer: {
             members: ({
@@ -4510,9 +4539,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIgluSchemasAnswer"];
                 };
             };
             401: components["responses"]["401"];
@@ -4544,9 +4571,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIgluSchemasAnswer"];
                 };
             };
             401: components["responses"]["401"];
@@ -4580,9 +4605,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIgluSchemasJsonschemaAnswer"];
                 };
             };
             401: components["responses"]["401"];
@@ -5073,9 +5096,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdConfigAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5110,9 +5131,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdSignInMagicLinkAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5310,9 +5329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdTraitsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5591,7 +5608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PostOrgRemoveMemberAnswer"];
+                    "application/json": components["schemas"]["PostIdSignInMagicLinkAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5952,9 +5969,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdConfigAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -5989,9 +6004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostIdSignInMagicLinkAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6189,9 +6202,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetIdTraitsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -6470,7 +6481,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PostOrgRemoveMemberAnswer"];
+                    "application/json": components["schemas"]["PostIdSignInMagicLinkAnswer"];
                 };
             };
             400: components["responses"]["400"];
