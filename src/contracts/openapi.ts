@@ -56,7 +56,7 @@ export function openApiRoutes(app: () => AnyElysia) {
           // Swagger UI's default validator badge is an image from an outside service: none, offline.
           validatorUrl: null,
         } as never,
-      ).replace(' crossorigin=""', "");
+      );
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     })
     .get(
