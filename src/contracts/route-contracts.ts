@@ -1,4 +1,13 @@
 import type { TSchema } from "elysia";
+import {
+  CreatedSiteAnswer,
+  CreatedTenantAnswer,
+  IssuedKeyAnswer,
+  KeysAnswer,
+  RevokedKeyAnswer,
+  SitesAnswer,
+  TenantsAnswer,
+} from "../admin/model";
 import { DecideAnswer } from "../decide/model";
 import {
   CurrentSessionAnswer,
@@ -86,12 +95,13 @@ const ADMIN_READ = [200, 400, 401, 404, 422, 500];
 const ADMIN_WRITE = [200, 400, 401, 404, 409, 413, 422, 500, 503];
 const ADMIN_CREATE = [201, 400, 401, 404, 409, 413, 422, 500];
 
-const admin = (summary: string, statuses: readonly number[] = ADMIN_WRITE): RouteContract => ({
+const admin = (summary: string, statuses: readonly number[] = ADMIN_WRITE, answer?: TSchema): RouteContract => ({
   summary,
   tag: "admin",
   credential: "operator",
   statuses,
   site: "none",
+  ...(answer === undefined ? {} : { answer }),
 });
 
 export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
@@ -555,14 +565,14 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
 
   // Admin
   "get /admin/audit": admin("The operator plane's audit trail", ADMIN_READ),
-  "get /admin/tenants": admin("Tenants", ADMIN_READ),
-  "post /admin/tenants": admin("Create a tenant", ADMIN_CREATE),
+  "get /admin/tenants": admin("Tenants", ADMIN_READ, TenantsAnswer),
+  "post /admin/tenants": admin("Create a tenant", ADMIN_CREATE, CreatedTenantAnswer),
   "put /admin/tenants/{tenant}/identity-provider": admin("Connect the tenant's identity provider"),
   "delete /admin/tenants/{tenant}/identity-provider": admin("Disconnect the tenant's identity provider"),
   "put /admin/tenants/{tenant}/public-url": admin("Set the tenant's public URL"),
   "delete /admin/tenants/{tenant}/public-url": admin("Clear the tenant's public URL"),
-  "get /admin/tenants/{tenant}/sites": admin("Sites of a tenant", ADMIN_READ),
-  "post /admin/tenants/{tenant}/sites": admin("Create a site", ADMIN_CREATE),
+  "get /admin/tenants/{tenant}/sites": admin("Sites of a tenant", ADMIN_READ, SitesAnswer),
+  "post /admin/tenants/{tenant}/sites": admin("Create a site", ADMIN_CREATE, CreatedSiteAnswer),
   "post /admin/tenants/{tenant}/sites/{site}/disable": admin("Disable a site"),
   "post /admin/tenants/{tenant}/sites/{site}/enable": admin("Enable a site"),
   "post /admin/tenants/{tenant}/sites/{site}/deploy": admin("Deploy (or stage) a site document"),
@@ -570,9 +580,17 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
   "get /admin/tenants/{tenant}/sites/{site}/documents": admin("A site's document versions", ADMIN_READ),
   "get /admin/tenants/{tenant}/sites/{site}/documents/{version}": admin("One document version", ADMIN_READ),
   "post /admin/tenants/{tenant}/sites/{site}/documents/{version}/publish": admin("Publish a staged version"),
-  "get /admin/tenants/{tenant}/sites/{site}/keys": admin("A site's API keys", ADMIN_READ),
-  "post /admin/tenants/{tenant}/sites/{site}/keys": admin("Issue an API key (its value shown once)", ADMIN_CREATE),
-  "post /admin/tenants/{tenant}/sites/{site}/keys/{keyId}/revoke": admin("Revoke an API key"),
+  "get /admin/tenants/{tenant}/sites/{site}/keys": admin("A site's API keys", ADMIN_READ, KeysAnswer),
+  "post /admin/tenants/{tenant}/sites/{site}/keys": admin(
+    "Issue an API key (its value shown once)",
+    ADMIN_CREATE,
+    IssuedKeyAnswer,
+  ),
+  "post /admin/tenants/{tenant}/sites/{site}/keys/{keyId}/revoke": admin(
+    "Revoke an API key",
+    ADMIN_WRITE,
+    RevokedKeyAnswer,
+  ),
   "post /admin/tenants/{tenant}/sites/{site}/preview-tokens": admin("Mint a preview token"),
   "post /admin/tenants/{tenant}/sites/{site}/explain": admin("Explain decisions for a subject"),
   "get /admin/tenants/{tenant}/sites/{site}/impact": admin("Sampled impact of the live document", ADMIN_READ),

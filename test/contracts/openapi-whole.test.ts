@@ -6,7 +6,7 @@ import { Elysia } from "elysia";
 import { describeApi, UNDESCRIBED_PREFIXES } from "../../src/contracts/openapi-document";
 import { contractKey, ROUTE_CONTRACTS } from "../../src/contracts/route-contracts";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
 import { mailbox } from "../helpers/sign-in";
 import { newsletterDocument } from "../newsletters/fixture";
 
@@ -249,6 +249,39 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       valid: true,
       errors: null,
     });
+    const operator = { authorization: `Bearer ${OPERATOR_TOKEN}` };
+    const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "described" });
+    const keyId = ((await issued.clone().json()) as Json).id as string;
+    const admin: [string, string, Record<string, string>, unknown, number][] = [
+      ["GET", "/admin/tenants", operator, undefined, 200],
+      ["POST", "/admin/tenants", operator, { id: "described" }, 201],
+      ["GET", "/admin/tenants/default/sites", operator, undefined, 200],
+      ["POST", "/admin/tenants/default/sites", operator, { id: "described" }, 201],
+      ["GET", "/admin/tenants/default/sites/news/keys", operator, undefined, 200],
+      ["POST", `/admin/tenants/default/sites/news/keys/${keyId}/revoke`, operator, undefined, 200],
+    ];
+    const adminTemplate = (path: string) =>
+      path
+        .replace("/tenants/default/sites/news/keys/", "/tenants/{tenant}/sites/{site}/keys/")
+        .replace(/\/keys\/[0-9a-f-]{36}\/revoke$/, "/keys/{keyId}/revoke")
+        .replace("/tenants/default/sites/news/keys", "/tenants/{tenant}/sites/{site}/keys")
+        .replace("/tenants/default/sites", "/tenants/{tenant}/sites");
+    const validateAnswer = (path: string, method: string, status: number, answer: unknown) => {
+      const schema = doc.paths[path][method.toLowerCase()].responses[status]?.content?.["application/json"]?.schema;
+      expect({ path, status, modelled: schema?.$ref !== undefined }).toEqual({ path, status, modelled: true });
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      expect({ path, valid: validate(answer), errors: validate.errors ?? null }).toEqual({
+        path,
+        valid: true,
+        errors: null,
+      });
+    };
+    validateAnswer("/admin/tenants/{tenant}/sites/{site}/keys", "POST", 201, await issued.json());
+    for (const [method, path, headers, body, status] of admin) {
+      const res = await h.request(method, path, { headers, body });
+      expect({ path, status: res.status }).toEqual({ path, status });
+      validateAnswer(adminTemplate(path), method, status, await res.json());
+    }
     for (const [method, path, headers, body] of calls) {
       const res = await h.request(method, path, { headers, body });
       const answer = await res.json();

@@ -2146,11 +2146,34 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        GetAdminTenantsAnswer: {
+            tenants: ({
+                id: string;
+                isDefault: boolean;
+                hosts: string[];
+                identityProvider: {
+                    [key: string]: unknown;
+                } | null;
+                publicUrl: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
         PostAdminTenantsBody: {
             id: string;
             hosts?: string[];
             default?: boolean;
             publicUrl?: string;
+        };
+        PostAdminTenantsAnswer: {
+            tenant: {
+                id: string;
+                hosts: string[];
+                default: boolean;
+                publicUrl: string | null;
+            } & {
+                [key: string]: unknown;
+            };
         };
         PutAdminTenantsIdentityProviderBody: {
             issuer: string;
@@ -2159,17 +2182,96 @@ export interface components {
         PutAdminTenantsPublicUrlBody: {
             publicUrl: string;
         };
+        GetAdminTenantsSitesAnswer: {
+            sites: ({
+                tenantId: string;
+                id: string;
+                disabled: boolean;
+                liveVersion: number | null;
+                previewVersion: number | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
         PostAdminTenantsSitesBody: {
             id: string;
+        };
+        PostAdminTenantsSitesAnswer: {
+            site: {
+                id: string;
+                tenant: string;
+                disabled: boolean;
+                liveVersion: number | null;
+                previewVersion: number | null;
+            } & {
+                [key: string]: unknown;
+            };
         };
         PostAdminTenantsSitesDeployBody: {
             document: unknown;
             preview?: boolean;
         };
+        GetAdminTenantsSitesKeysAnswer: {
+            keys: ({
+                /** Format: uuid */
+                id: string;
+                site: string;
+                name: string;
+                /** @description svc_ plus six characters. */
+                prefix: string;
+                permissions: string[];
+                /** @description active, revoked, expired (open set). */
+                status: string;
+                requests: number;
+                lastUsed: string | null;
+                expires: string | null;
+                createdAt: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
         PostAdminTenantsSitesKeysBody: {
             name: string;
             expiresInDays?: number;
             permissions?: "streaming:write"[];
+        };
+        PostAdminTenantsSitesKeysAnswer: {
+            /** Format: uuid */
+            id: string;
+            site: string;
+            name: string;
+            /** @description svc_ plus six characters. */
+            prefix: string;
+            permissions: string[];
+            /** @description active, revoked, expired (open set). */
+            status: string;
+            requests: number;
+            lastUsed: string | null;
+            expires: string | null;
+            createdAt: string;
+            /** @description svc_... */
+            key: string;
+        } & {
+            [key: string]: unknown;
+        };
+        PostAdminTenantsSitesKeysRevokeAnswer: {
+            key: {
+                /** Format: uuid */
+                id: string;
+                site: string;
+                name: string;
+                /** @description svc_ plus six characters. */
+                prefix: string;
+                permissions: string[];
+                /** @description active, revoked, expired (open set). */
+                status: string;
+                requests: number;
+                lastUsed: string | null;
+                expires: string | null;
+                createdAt: string;
+            } & {
+                [key: string]: unknown;
+            };
         };
         PostAdminTenantsSitesDiffBody: {
             document: unknown;
@@ -2987,9 +3089,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3018,9 +3118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3185,9 +3283,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3218,9 +3314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3353,9 +3447,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesKeysAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3387,9 +3479,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesKeysAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3420,9 +3510,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesKeysRevokeAnswer"];
                 };
             };
             400: components["responses"]["400"];
