@@ -180,3 +180,25 @@ export const IssuedKeyAnswer = t.Composite(
 );
 
 export const RevokedKeyAnswer = t.Object({ key: KeyListingAnswer });
+
+/** Answer models of the operator plane's user, grant and preview-token routes (documentation only). */
+export const CreatedUserAnswer = t.Object({
+  user: t.Object(
+    { id: t.String({ format: "uuid" }), email: t.String(), emailVerified: t.Boolean() },
+    { additionalProperties: true },
+  ),
+  created: t.Boolean({ description: "False when the address already belonged to a user." }),
+});
+
+const GrantView = t.Object(
+  { grant: t.String(), expiresAt: t.Union([t.String(), t.Null()]) },
+  { additionalProperties: true },
+);
+
+export const GrantsAnswer = t.Object({ grants: t.Array(GrantView) });
+export const GrantAnswer = t.Object({ grant: GrantView });
+export const RevokedGrantAnswer = t.Object({ revoked: t.Boolean() });
+export const PreviewTokenAnswer = t.Object({
+  token: t.String({ description: "Send it as x-svc-preview." }),
+  expiresAt: t.String(),
+});

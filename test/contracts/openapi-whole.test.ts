@@ -277,6 +277,26 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       });
     };
     validateAnswer("/admin/tenants/{tenant}/sites/{site}/keys", "POST", 201, await issued.json());
+    const user = await h.admin("POST", "/admin/tenants/default/users", { email: "granted@example.com" });
+    const userBody = (await user.json()) as Json;
+    validateAnswer("/admin/tenants/{tenant}/users", "POST", 201, userBody);
+    const grants = `/admin/tenants/default/users/${userBody.user.id}/grants`;
+    const userAdmin: [string, string, unknown, string][] = [
+      ["POST", grants, { grant: "premium" }, "/admin/tenants/{tenant}/users/{user}/grants"],
+      ["GET", grants, undefined, "/admin/tenants/{tenant}/users/{user}/grants"],
+      ["DELETE", `${grants}/premium`, undefined, "/admin/tenants/{tenant}/users/{user}/grants/{grant}"],
+      [
+        "POST",
+        "/admin/tenants/default/sites/news/preview-tokens",
+        {},
+        "/admin/tenants/{tenant}/sites/{site}/preview-tokens",
+      ],
+    ];
+    for (const [method, path, body, template] of userAdmin) {
+      const res = await h.admin(method, path, body);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      validateAnswer(template, method, 200, await res.json());
+    }
     for (const [method, path, headers, body, status] of admin) {
       const res = await h.request(method, path, { headers, body });
       expect({ path, status: res.status }).toEqual({ path, status });

@@ -363,7 +363,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create (or find) a user */
+        /** Create (or find) a user: 201 created, 200 found */
         post: operations["postAdminTenantsUsers"];
         delete?: never;
         options?: never;
@@ -2280,13 +2280,49 @@ export interface components {
             /** Format: email */
             email: string;
         };
+        PostAdminTenantsUsersAnswer: {
+            user: {
+                /** Format: uuid */
+                id: string;
+                email: string;
+                emailVerified: boolean;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description False when the address already belonged to a user. */
+            created: boolean;
+        };
+        GetAdminTenantsUsersGrantsAnswer: {
+            grants: ({
+                grant: string;
+                expiresAt: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+        };
         PostAdminTenantsUsersGrantsBody: {
             grant: string;
             /** Format: date-time */
             expiresAt?: string;
         };
+        PostAdminTenantsUsersGrantsAnswer: {
+            grant: {
+                grant: string;
+                expiresAt: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        DeleteAdminTenantsUsersGrantsAnswer: {
+            revoked: boolean;
+        };
         PostAdminTenantsSitesPreviewTokensBody: {
             ttlSeconds?: number;
+        };
+        PostAdminTenantsSitesPreviewTokensAnswer: {
+            /** @description Send it as x-svc-preview. */
+            token: string;
+            expiresAt: string;
         };
         PostAdminTenantsOrganizationsBody: {
             name: string;
@@ -3676,19 +3712,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsUsersAnswer"];
+                };
+            };
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostAdminTenantsUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
             401: components["responses"]["401"];
             404: components["responses"]["404"];
-            409: components["responses"]["409"];
             413: components["responses"]["413"];
             422: components["responses"]["422"];
             500: components["responses"]["500"];
-            503: components["responses"]["503"];
         };
     };
     getAdminTenantsUsersGrants: {
@@ -3709,9 +3750,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsUsersGrantsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3743,9 +3782,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsUsersGrantsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3777,9 +3814,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DeleteAdminTenantsUsersGrantsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3814,9 +3849,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesPreviewTokensAnswer"];
                 };
             };
             400: components["responses"]["400"];
