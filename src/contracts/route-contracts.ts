@@ -13,6 +13,7 @@ import {
   SitesAnswer,
   TenantsAnswer,
 } from "../admin/model";
+import { WebhookAnswer } from "../checkout/model";
 import { DecideAnswer } from "../decide/model";
 import {
   CurrentSessionAnswer,
@@ -30,11 +31,13 @@ import { HealthAnswer, ReadinessAnswer } from "../ops/model";
 import {
   AcceptedInvitationAnswer,
   ActiveOrganizationAnswer,
+  CreatedOrganizationAnswer,
   InvitationAnswer,
   InvitationsAnswer,
   MembersAnswer,
   MembershipAnswer,
   OrganizationAnswer,
+  OrganizationsAnswer,
   SuccessAnswer,
 } from "../orgs/model";
 
@@ -307,6 +310,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "signature",
     statuses: [200, 400, 404, 413, 500, 503],
     site: "none",
+    answer: WebhookAnswer,
   },
 
   // Identity
@@ -619,8 +623,12 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     ADMIN_WRITE,
     RevokedGrantAnswer,
   ),
-  "get /admin/tenants/{tenant}/organizations": admin("Organizations of a tenant", ADMIN_READ),
-  "post /admin/tenants/{tenant}/organizations": admin("Create an organization with its owner", ADMIN_CREATE),
+  "get /admin/tenants/{tenant}/organizations": admin("Organizations of a tenant", ADMIN_READ, OrganizationsAnswer),
+  "post /admin/tenants/{tenant}/organizations": admin(
+    "Create an organization with its owner",
+    ADMIN_CREATE,
+    CreatedOrganizationAnswer,
+  ),
   "get /admin/tenants/{tenant}/services": admin("Outside services connected", ADMIN_READ),
   "put /admin/tenants/{tenant}/services/{service}": admin("Connect an outside service"),
   "delete /admin/tenants/{tenant}/services/{service}": admin("Disconnect an outside service"),

@@ -106,3 +106,11 @@ export const AcceptedInvitationAnswer = t.Object(
   { additionalProperties: true },
 );
 export const SuccessAnswer = t.Object({ success: t.Boolean() }, { additionalProperties: true });
+export const OrganizationsAnswer = t.Object(
+  { organizations: t.Array(OrganizationAnswer) },
+  { additionalProperties: true },
+);
+export const CreatedOrganizationAnswer = t.Object(
+  { organization: OrganizationAnswer, owner: MembershipAnswer },
+  { additionalProperties: true },
+);

@@ -228,7 +228,20 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       ownerEmail: "owner@example.com",
     });
     expect(created.status).toBe(201);
-    const organizationId = ((await created.json()) as Json).organization.id as string;
+    const createdBody = (await created.json()) as Json;
+    const organizationId = createdBody.organization.id as string;
+    const organizationsSchema = (status: number) =>
+      doc.paths["/admin/tenants/{tenant}/organizations"][status === 201 ? "post" : "get"].responses[status].content[
+        "application/json"
+      ].schema;
+    const validCreated = ajv.compile({ ...organizationsSchema(201), components: doc.components });
+    expect({ valid: validCreated(createdBody), errors: validCreated.errors ?? null }).toEqual({
+      valid: true,
+      errors: null,
+    });
+    const listed = await (await h.admin("GET", "/admin/tenants/default/organizations")).json();
+    const validListed = ajv.compile({ ...organizationsSchema(200), components: doc.components });
+    expect({ valid: validListed(listed), errors: validListed.errors ?? null }).toEqual({ valid: true, errors: null });
     const session = { ...site, cookie, origin: "https://news.example" };
     calls.push(
       ["GET", "/v1/id/get-session", session, undefined],

@@ -2128,6 +2128,10 @@ export interface components {
             giftLink?: string;
             explain?: boolean;
         };
+        PostCheckoutWebhookAnswer: {
+            received: boolean;
+            duplicate: boolean;
+        };
         GetHealthAnswer: {
             ok: boolean;
         };
@@ -2324,12 +2328,60 @@ export interface components {
             token: string;
             expiresAt: string;
         };
+        GetAdminTenantsOrganizationsAnswer: {
+            organizations: ({
+                /** Format: uuid */
+                id: string;
+                name: string;
+                /** @description Cannot be changed through the API. */
+                slug: string;
+                logo: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
         PostAdminTenantsOrganizationsBody: {
             name: string;
             slug: string;
             /** Format: email */
             ownerEmail: string;
             logo?: string;
+        };
+        PostAdminTenantsOrganizationsAnswer: {
+            organization: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                /** @description Cannot be changed through the API. */
+                slug: string;
+                logo: string | null;
+            } & {
+                [key: string]: unknown;
+            };
+            owner: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                organizationId: string;
+                /** Format: uuid */
+                userId: string;
+                role: string | null;
+                createdAt: string | null;
+                user: {
+                    /** Format: uuid */
+                    id: string;
+                    email: string;
+                    name: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
         };
         GetAdminTenantsSitesGiftLinksReportAnswer: {
             gifters: {
@@ -2922,9 +2974,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostCheckoutWebhookAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3909,9 +3959,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsOrganizationsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3942,9 +3990,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsOrganizationsAnswer"];
                 };
             };
             400: components["responses"]["400"];
