@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import { Elysia } from "elysia";
+import { type AnyElysia, Elysia } from "elysia";
 import { adminRoutes } from "./admin/routes";
 import { adminAuditRoutes } from "./audit/routes";
 import { checkoutRoutes } from "./checkout/routes";
@@ -100,7 +100,8 @@ export function createApp(deps: Deps) {
     .use(streamingRoutes(deps))
     .use(igluRoutes(deps))
     .use(interventionRoutes(deps, deps.interventions))
-    .use(openApiRoutes(deps))
+    // The documents describe the whole app, read from its route table on first request.
+    .use(openApiRoutes((): AnyElysia => whole))
     .use(ofrepRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))

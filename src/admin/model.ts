@@ -98,3 +98,107 @@ export const VersionParams = t.Object({
 });
 
 export const DiffBody = t.Object({ document: t.Unknown() }, { additionalProperties: false });
+
+/** Answer models of the operator plane's tenant, site and key routes (documentation only). */
+const nullableInteger = t.Union([t.Number({ multipleOf: 1 }), t.Null()]);
+
+export const TenantsAnswer = t.Object({
+  tenants: t.Array(
+    t.Object(
+      {
+        id: t.String(),
+        isDefault: t.Boolean(),
+        hosts: t.Array(t.String()),
+        identityProvider: t.Union([t.Object({}, { additionalProperties: true }), t.Null()]),
+        publicUrl: t.Union([t.String(), t.Null()]),
+      },
+      { additionalProperties: true },
+    ),
+  ),
+});
+
+export const CreatedTenantAnswer = t.Object({
+  tenant: t.Object(
+    { id: t.String(), hosts: t.Array(t.String()), default: t.Boolean(), publicUrl: t.Union([t.String(), t.Null()]) },
+    { additionalProperties: true },
+  ),
+});
+
+export const SitesAnswer = t.Object({
+  sites: t.Array(
+    t.Object(
+      {
+        tenantId: t.String(),
+        id: t.String(),
+        disabled: t.Boolean(),
+        liveVersion: nullableInteger,
+        previewVersion: nullableInteger,
+      },
+      { additionalProperties: true },
+    ),
+  ),
+});
+
+export const CreatedSiteAnswer = t.Object({
+  site: t.Object(
+    {
+      id: t.String(),
+      tenant: t.String(),
+      disabled: t.Boolean(),
+      liveVersion: nullableInteger,
+      previewVersion: nullableInteger,
+    },
+    { additionalProperties: true },
+  ),
+});
+
+/** One API key as the operator plane lists it; the value itself is never listed. */
+export const KeyListingAnswer = t.Object(
+  {
+    id: t.String({ format: "uuid" }),
+    site: t.String(),
+    name: t.String(),
+    prefix: t.String({ description: "svc_ plus six characters." }),
+    permissions: t.Array(t.String()),
+    status: t.String({ description: "active, revoked, expired (open set)." }),
+    requests: t.Number({ multipleOf: 1 }),
+    lastUsed: t.Union([t.String(), t.Null()]),
+    expires: t.Union([t.String(), t.Null()]),
+    createdAt: t.String(),
+  },
+  { additionalProperties: true },
+);
+
+export const KeysAnswer = t.Object({ keys: t.Array(KeyListingAnswer) });
+
+/** An issued key: the listing and, this once, the value. */
+export const IssuedKeyAnswer = t.Composite(
+  [KeyListingAnswer, t.Object({ key: t.String({ description: "svc_..." }) })],
+  {
+    additionalProperties: true,
+  },
+);
+
+export const RevokedKeyAnswer = t.Object({ key: KeyListingAnswer });
+
+/** Answer models of the operator plane's user, grant and preview-token routes (documentation only). */
+export const CreatedUserAnswer = t.Object({
+  user: t.Object(
+    { id: t.String({ format: "uuid" }), email: t.String(), emailVerified: t.Boolean() },
+    { additionalProperties: true },
+  ),
+  created: t.Boolean({ description: "False when the address already belonged to a user." }),
+});
+
+const GrantView = t.Object(
+  { grant: t.String(), expiresAt: t.Union([t.String(), t.Null()]) },
+  { additionalProperties: true },
+);
+
+export const GrantsAnswer = t.Object({ grants: t.Array(GrantView) });
+export const GrantAnswer = t.Object({ grant: GrantView });
+export const RevokedGrantAnswer = t.Object({ revoked: t.Boolean() });
+export const PreviewTokenAnswer = t.Object({
+  token: t.String({ description: "Send it as x-svc-preview." }),
+  expiresAt: t.String(),
+});

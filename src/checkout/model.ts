@@ -82,3 +82,6 @@ export function checkoutBodyOf(body: unknown): CheckoutBodyValue {
   }
   return body as CheckoutBodyValue;
 }
+
+/** The webhook's answer to the payment provider: `duplicate` when the event was already applied. */
+export const WebhookAnswer = t.Object({ received: t.Boolean(), duplicate: t.Boolean() });

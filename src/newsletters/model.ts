@@ -35,3 +35,41 @@ export interface SubscriptionJson {
   description: string | null;
   status: string;
 }
+
+/** GET /v1/newsletters/lists: the site's deployed lists. */
+export const ListsAnswer = t.Object(
+  {
+    lists: t.Array(
+      t.Object(
+        {
+          id: t.String({ format: "uuid" }),
+          slug: t.String(),
+          label: t.String(),
+          description: t.Union([t.String(), t.Null()]),
+          doubleOptIn: t.Boolean(),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+/** The subscription routes: every deployed list with the person's standing (spec, Newsletter list entry). */
+export const SubscriptionsAnswer = t.Object(
+  {
+    subscriptions: t.Array(
+      t.Object(
+        {
+          id: t.String({ format: "uuid" }),
+          slug: t.String(),
+          label: t.String(),
+          description: t.Union([t.String(), t.Null()]),
+          status: t.String({ description: "subscribed, unsubscribed, pending, unknown (open set)." }),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);

@@ -21,3 +21,6 @@ export const OfrepFailure = t.Object({
 
 export type OfrepSuccess = typeof OfrepSuccess.static;
 export type OfrepFailure = typeof OfrepFailure.static;
+
+/** The bulk evaluation's answer: one success or failure per flag. */
+export const OfrepBulkAnswer = t.Object({ flags: t.Array(t.Union([OfrepSuccess, OfrepFailure])) });

@@ -56,3 +56,61 @@ export const CreateOrganizationBody = t.Object(
   },
   strict,
 );
+
+/** Answer models (spec, Resources: Organization, Membership, Invitation); documentation only. */
+export const OrganizationAnswer = t.Object(
+  {
+    id: t.String({ format: "uuid" }),
+    name: t.String(),
+    slug: t.String({ description: "Cannot be changed through the API." }),
+    logo: t.Union([t.String(), t.Null()]),
+  },
+  { additionalProperties: true },
+);
+
+export const MembershipAnswer = t.Object(
+  {
+    id: t.String({ format: "uuid" }),
+    organizationId: t.String({ format: "uuid" }),
+    userId: t.String({ format: "uuid" }),
+    role: t.Union([t.String({ description: "owner, admin, member (open set)." }), t.Null()]),
+    createdAt: t.Union([t.String(), t.Null()]),
+    user: t.Object(
+      { id: t.String({ format: "uuid" }), email: t.String(), name: t.Union([t.String(), t.Null()]) },
+      { additionalProperties: true },
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const InvitationAnswer = t.Object(
+  {
+    id: t.String({ format: "uuid" }),
+    organizationId: t.String({ format: "uuid" }),
+    email: t.String(),
+    role: t.Union([t.String({ description: "owner, admin, member (open set)." }), t.Null()]),
+    status: t.Union([t.String({ description: "pending, accepted, rejected, canceled (open set)." }), t.Null()]),
+    expiresAt: t.Union([t.String(), t.Null()]),
+  },
+  { additionalProperties: true },
+);
+
+export const ActiveOrganizationAnswer = t.Object(
+  { organization: t.Union([OrganizationAnswer, t.Null()]) },
+  { additionalProperties: true },
+);
+export const MembersAnswer = t.Object({ members: t.Array(MembershipAnswer) }, { additionalProperties: true });
+export const InvitationsAnswer = t.Object({ invitations: t.Array(InvitationAnswer) }, { additionalProperties: true });
+export const AcceptedInvitationAnswer = t.Object(
+  { invitation: InvitationAnswer, member: MembershipAnswer },
+  { additionalProperties: true },
+);
+export const SuccessAnswer = t.Object({ success: t.Boolean() }, { additionalProperties: true });
+export const OrganizationsAnswer = t.Object(
+  { organizations: t.Array(OrganizationAnswer) },
+  { additionalProperties: true },
+);
+export const CreatedOrganizationAnswer = t.Object(
+  { organization: OrganizationAnswer, owner: MembershipAnswer },
+  { additionalProperties: true },
+);

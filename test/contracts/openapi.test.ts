@@ -18,7 +18,7 @@ const SPEC_STATUSES: Record<string, number[]> = {
   "get /v1/decide/interventions": [200, 400, 401, 403, 404, 422, 429, 500, 503],
 };
 
-describe.each(storeKinds)("GET /v1/decide/openapi.json (%s store)", (kind) => {
+describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s store)", (kind) => {
   let h: Harness;
   let drop: () => Promise<void>;
   let key: string;
@@ -100,7 +100,9 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json (%s store)", (kind) => {
   });
 
   it("generates the decide body from the model the route validates with", () => {
-    const body = doc.paths["/v1/decide"].post.requestBody.content["application/json"].schema;
+    const ref = doc.paths["/v1/decide"].post.requestBody.content["application/json"].schema;
+    expect(ref).toEqual({ $ref: "#/components/schemas/DecideBody" });
+    const body = doc.components.schemas.DecideBody;
     expect(body.required).toEqual(["features"]);
     expect(Object.keys(body.properties)).toEqual(
       expect.arrayContaining(["features", "content", "context", "userId", "giftLink"]),
@@ -144,7 +146,8 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json (%s store)", (kind) => {
         });
         const schema = op.responses[String(res.status)]?.content?.["application/json"]?.schema;
         if (res.status < 300) {
-          const validate = ajv.compile(schema);
+          // The answer's schema with the document's components, so its $refs resolve.
+          const validate = ajv.compile({ ...schema, components: doc.components });
           expect({ example: name, valid: validate(answer), errors: validate.errors ?? null }).toEqual({
             example: name,
             valid: true,

@@ -329,6 +329,9 @@ export const ROUTES: RouteSpec[] = withPreflights([
   },
   // Public: the document names no site and no secret.
   { method: "GET", path: "/v1/decide/openapi.json", credential: "none" },
+  { method: "GET", path: "/openapi.json", credential: "none" },
+  { method: "GET", path: "/openapi", credential: "none" },
+  { method: "GET", path: "/openapi/assets/:file", credential: "none", params: () => ({ file: "swagger-ui.css" }) },
   {
     method: "POST",
     path: "/ofrep/v1/evaluate/flags/:key",
