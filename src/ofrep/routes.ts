@@ -7,7 +7,7 @@ import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import { OfrepFlagParams, OfrepRequest } from "./model";
-import { evaluateFlags, InvalidContext, namedFeatures } from "./service";
+import { bulkFeatures, evaluateFlags, InvalidContext } from "./service";
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -77,7 +77,7 @@ export function ofrepRoutes(deps: OfrepDeps) {
         const { now, document, preview } = await prepare({ apiKey, site }, request);
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
-          const names = namedFeatures(body.context);
+          const names = bulkFeatures(document, body.context);
           evaluated = await evaluateFlags(engine, site, document, preview, names, body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext)
