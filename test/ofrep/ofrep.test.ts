@@ -149,6 +149,9 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     };
     const first = await bulk(context);
     expect(first.status).toBe(200);
+    // Keyed decide's window, which OFREP spends too: the IETF draft's fields.
+    expect(first.headers.get("ratelimit-policy")).toBe('"keyed-decide";q=2000;w=10');
+    expect(first.headers.get("ratelimit")).toMatch(/^"keyed-decide";r=\d+;t=\d+$/);
     const etag = first.headers.get("etag");
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     const body = (await first.json()) as Json;
@@ -250,6 +253,7 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.headers.get("ratelimit")).toMatch(/^"keyed-decide";r=0;t=\d+$/);
     const viaSdk = await client.getObjectDetails("section", { fallback: true }, { targetingKey: "r" });
     expect(viaSdk.value).toEqual({ fallback: true });
     expect(viaSdk.errorCode).toBeDefined();
