@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PGlite } from "@electric-sql/pglite";
+import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
@@ -35,12 +36,16 @@ export async function openDatabase(options: {
   dataDir?: string;
   /** The committed migrations by default; an upgrade test passes a folder of the earlier ones. */
   migrationsFolder?: string;
+  /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
+  onProgress?: (message: string, fields: Record<string, unknown>) => void;
 }): Promise<Database> {
   const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
+  const progress = options.onProgress ?? (() => {});
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
     const db = drizzlePostgres({ client, schema, casing: "snake_case" });
     try {
+      await announceMigrations(db as unknown as Db, migrationsFolder, progress);
       await migratePostgres(db, { migrationsFolder });
     } catch (error) {
       await client.end({ timeout: 0 });
@@ -66,7 +71,10 @@ export async function openDatabase(options: {
   if (dir !== ":memory:") {
     privateFolder(dir);
     folder = join(dir, "pg");
-    if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
+    if (!existsSync(join(folder, "PG_VERSION"))) {
+      progress("first start: creating the embedded database (takes a few seconds)", { folder });
+      await initDataFolder(folder);
+    }
     // The store's files are never anyone else's (also narrows a folder made before this was kept).
     privateTree(folder);
   }
@@ -75,6 +83,7 @@ export async function openDatabase(options: {
   // drizzle's PGlite driver calls only `query` and `transaction`, which PGliteThread provides.
   const db = drizzlePglite({ client: client as unknown as PGlite, schema, casing: "snake_case" });
   try {
+    await announceMigrations(db as unknown as Db, migrationsFolder, progress);
     await migratePglite(db, { migrationsFolder });
   } catch (error) {
     await client.close();
@@ -113,6 +122,32 @@ const SERVER_CONNECTION_SETTINGS = {
  * the thread held about 8 MB less.
  */
 const EMBEDDED_SETTINGS = ["-c", "shared_buffers=8MB", "-c", "wal_buffers=1MB"];
+
+/**
+ * Says how many committed migrations the store has not applied yet, before they run (a first
+ * start applies them all; a large store's upgrade may take a while). Counts drizzle's own
+ * record of applied migrations, absent on a new store.
+ */
+async function announceMigrations(
+  db: Db,
+  migrationsFolder: string,
+  progress: (message: string, fields: Record<string, unknown>) => void,
+): Promise<void> {
+  const journal = JSON.parse(readFileSync(join(migrationsFolder, "meta", "_journal.json"), "utf8")) as {
+    entries: unknown[];
+  };
+  let applied = 0;
+  try {
+    const rows = rowsOf<{ n: number | string }>(
+      await db.execute(sql`select count(*) as n from drizzle.__drizzle_migrations`),
+    );
+    applied = Number(rows[0]?.n ?? 0);
+  } catch {
+    // No record yet: a new store, every migration to apply.
+  }
+  const pending = journal.entries.length - applied;
+  if (pending > 0) progress("migrating the database", { migrations: pending });
+}
 
 /** Runs initdb for a new data folder in a child process (see db/init-data-dir.ts). */
 async function initDataFolder(folder: string): Promise<void> {

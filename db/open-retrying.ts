@@ -30,6 +30,8 @@ export interface RetryOptions {
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly migrationsFolder?: string;
+  /** Told what a slow step of the open is about to do (migrating). */
+  readonly onProgress?: (message: string, fields: Record<string, unknown>) => void;
 }
 
 const FIRST_WAIT_MS = 500;
@@ -48,7 +50,7 @@ export async function openDatabaseRetrying(url: string, options: RetryOptions): 
   let warned = false;
   for (;;) {
     try {
-      return await openDatabase({ url, migrationsFolder: options.migrationsFolder });
+      return await openDatabase({ url, migrationsFolder: options.migrationsFolder, onProgress: options.onProgress });
     } catch (error) {
       const code = connectionErrorCode(error);
       if (code === null) throw error;

@@ -131,7 +131,13 @@ export interface DepsOverrides {
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const now = overrides.now ?? Date.now;
-  const database = overrides.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const database =
+    overrides.database ??
+    (await openDatabase({
+      url: config.databaseUrl,
+      dataDir: config.dataDir,
+      onProgress: (message, fields) => logger.info(message, fields),
+    }));
   const siteStore = new SiteStore(database.db);
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);

@@ -48,7 +48,9 @@ async function serve(): Promise<void> {
 
   // In a cluster only the first worker seeds, so two never race to create the demo tenant.
   if (config.seedDemo && (index === null || index === 0)) {
-    const demo = await seedDemo(deps);
+    const demo = await seedDemo(deps, () =>
+      deps.logger.info("empty store: seeding the demo (tenant default, site demo)"),
+    );
     if (demo) printDemo(demo, port);
   }
 
@@ -81,8 +83,8 @@ Demo data created (tenant "default", site "${demo.site}", one API key). Try a de
 ${decide} -d '{"features":["paywall","newsletter_prompt"],"deviceId":"device-1"}'
 
 A metered article: the descriptor a publisher's CMS signs with the site's content key. The demo
-meter lets five different articles through a month, then the paywall denies (npx svc demo-request
-sends one for any article id):
+meter lets five different articles through a month, then the paywall denies (npm run svc --
+demo-request sends one for any article id):
 
 ${decide} -d '${JSON.stringify({ features: ["paywall"], deviceId: "device-1", content: article })}'
 `);
@@ -108,6 +110,7 @@ async function openServerDatabase(config: Config, logger: Logger): Promise<Datab
       retryMs: config.startRetryMs,
       onWaiting: (masked) =>
         logger.warn(`waiting for Postgres at DATABASE_URL ${masked}`, { retryMs: config.startRetryMs }),
+      onProgress: (message, fields) => logger.info(message, fields),
     });
   } catch (error) {
     console.error(openFailureMessage(url, error));

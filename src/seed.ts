@@ -19,9 +19,10 @@ export const demoDocumentPath = join(
  * host, site `demo` deployed from the example document, one key). Returns the key value so
  * the caller can print it once; null when the store was not empty.
  */
-export async function seedDemo(deps: Deps): Promise<{ key: string; site: string } | null> {
+export async function seedDemo(deps: Deps, onSeeding?: () => void): Promise<{ key: string; site: string } | null> {
   const existing = await deps.siteStore.listTenants();
   if (existing.length > 0) return null;
+  onSeeding?.();
   await createTenant(deps, { id: DEMO_TENANT, default: true });
   await createSite(deps, DEMO_TENANT, DEMO_SITE);
   const document = JSON.parse(readFileSync(demoDocumentPath, "utf8"));

@@ -50,7 +50,15 @@ export function checkoutRoutes(deps: CheckoutRouteDeps) {
         if (origin === null || !site.live!.allowedOrigins.has(origin)) throw originRefused();
         const input = checkoutBodyOf(body);
         const now = deps.now();
-        takeRate(rate, `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`, now);
+        Object.assign(
+          set.headers,
+          takeRate(
+            rate,
+            "checkout",
+            `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
+            now,
+          ),
+        );
         const who = await browserIdentityOf(site.tenantId, now);
         const answer = await startCheckout(checkout, site, origin, input, who);
         set.headers["cache-control"] = "no-store";

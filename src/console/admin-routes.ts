@@ -5,7 +5,7 @@ import { type ConsoleDeps, putConsoleUser, removeConsoleUser } from "./service";
 
 const email = t.String({ minLength: 3, maxLength: 254 });
 
-/** Console users under the operator API (`npx svc console-user ...`); audited by the admin hook. */
+/** Console users under the operator API (`npm run svc -- console-user ...`); audited by the admin hook. */
 export function adminConsoleUserRoutes(deps: ConsoleDeps) {
   return new Elysia()
     .get(

@@ -4,7 +4,11 @@ import type { Logger } from "../logger";
 
 /** Keyed decide's window: 0 when admitted, else Retry-After seconds; a promise only while claiming. */
 export interface KeyedRate {
+  readonly limit: number;
+  readonly windowMs: number;
   take(key: string, nowMs: number): number | Promise<number>;
+  /** What is left of `key`'s window as this process knows it (reads; admits nothing). */
+  remaining(key: string, nowMs: number): number;
 }
 
 /** What one claim got, and how much of the window every process together has claimed since. */
@@ -201,6 +205,17 @@ export class QuotaLeases implements KeyedRate {
     } else lease.busy = true;
     const answer = this.spend(key, lease, window, nowMs);
     return answer !== null ? answer : this.waitForClaim(key, lease, window, nowMs);
+  }
+
+  /**
+   * What this process may still admit of `key`'s window as far as it knows: what it holds, and
+   * the window less every claim it has seen (per process after a failed claim).
+   */
+  remaining(key: string, nowMs: number): number {
+    const lease = this.leases.get(key);
+    if (Math.floor(nowMs / this.windowMs) !== this.currentWindow || lease === undefined) return this.limit;
+    if (lease.local !== null) return Math.max(0, this.limit - lease.local);
+    return Math.max(0, this.limit - lease.used + lease.left);
   }
 
   /**

@@ -26,4 +26,10 @@ export class RateWindows {
     this.counts.set(key, used + 1);
     return 0;
   }
+
+  /** What is left of `key`'s window at `nowMs` (reads; admits nothing). */
+  remaining(key: string, nowMs: number): number {
+    if (Math.floor(nowMs / this.windowMs) !== this.currentWindow) return this.limit;
+    return Math.max(0, this.limit - (this.counts.get(key) ?? 0));
+  }
 }

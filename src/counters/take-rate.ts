@@ -1,5 +1,6 @@
 import { AppError } from "../infra/errors";
 import type { KeyedRate } from "./quota-leases";
+import { type RatePolicy, rateLimitFields } from "./rate-limit-fields";
 import type { RateWindows } from "./rate-windows";
 
 /** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
@@ -9,14 +10,44 @@ export function takeKeyedRate(rate: KeyedRate, key: string, nowMs: number): void
   return retryAfter.then(refuseAfter);
 }
 
-/** A per-process window: a 429 with Retry-After once it is spent. */
-export function takeRate(windows: RateWindows, key: string, nowMs: number): void {
-  refuseAfter(windows.take(key, nowMs));
+/**
+ * Keyed decide's window for a route other than keyed decide (OFREP): a 429 with Retry-After once
+ * it is spent, and the draft's RateLimit fields on both answers (keyed decide itself sends none:
+ * its hot path stays as benched).
+ */
+export async function takeKeyedRateFields(
+  rate: KeyedRate,
+  policy: RatePolicy,
+  key: string,
+  nowMs: number,
+): Promise<Record<string, string>> {
+  const retryAfter = await rate.take(key, nowMs);
+  const fields = rateLimitFields(policy, rate.remaining(key, nowMs), nowMs);
+  refuseAfter(retryAfter, fields);
+  return fields;
+}
+
+/**
+ * A per-process window: a 429 with Retry-After once it is spent. Either way, the draft's
+ * `RateLimit` and `RateLimit-Policy` fields, which the route adds to its answer.
+ */
+export function takeRate(windows: RateWindows, name: string, key: string, nowMs: number): Record<string, string> {
+  const retryAfter = windows.take(key, nowMs);
+  const fields = rateLimitFields(
+    { name, limit: windows.limit, windowMs: windows.windowMs },
+    windows.remaining(key, nowMs),
+    nowMs,
+  );
+  refuseAfter(retryAfter, fields);
+  return fields;
 }
 
 /** A window spent is a domain result (the seconds to wait), turned into the 429 here. */
-function refuseAfter(retryAfter: number): void {
+function refuseAfter(retryAfter: number, fields?: Record<string, string>): void {
   if (retryAfter > 0) {
-    throw new AppError("rate_limited", "Too many requests.", undefined, { "retry-after": String(retryAfter) });
+    throw new AppError("rate_limited", "Too many requests.", undefined, {
+      "retry-after": String(retryAfter),
+      ...fields,
+    });
   }
 }

@@ -78,11 +78,13 @@ export function browserDecideRoutes(deps: BrowserDecideDeps) {
         // Explain shows meter values and rules: for the publisher's servers, not for readers.
         if (body.explain !== undefined) throw badRequest("explain is answered on the keyed /v1/decide only.");
         const now = deps.now();
-        takeRate(
+        const rateFields = takeRate(
           deps.browserDecideRate,
+          "browser-decide",
           `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
           now,
         );
+        Object.assign(set.headers, rateFields);
         const who = await browserIdentityOf(site.tenantId, now);
         const { document, preview } = await engine.chooseDocument(site, request.headers.get(PREVIEW_HEADER), now);
         const req = {
@@ -136,8 +138,9 @@ export function forwardRoutes(deps: BrowserDecideDeps, prefix: Mount) {
         if (feature?.purpose !== "journey" || !feature.answerable) {
           throw new AppError("not_found", "Unknown journey feature.");
         }
-        takeRate(
+        const rateFields = takeRate(
           deps.forwardRate,
+          "forward",
           `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
           now,
         );
@@ -163,7 +166,7 @@ export function forwardRoutes(deps: BrowserDecideDeps, prefix: Mount) {
         if (!location) {
           throw new AppError("validation_failed", "The journey resolved no destination for this request.");
         }
-        return new Response(null, { status: 302, headers: { location, "cache-control": "no-store" } });
+        return new Response(null, { status: 302, headers: { location, "cache-control": "no-store", ...rateFields } });
       },
       { query: ForwardQuery, cors: "navigation" },
     );

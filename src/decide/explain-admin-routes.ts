@@ -6,7 +6,7 @@ import { servedSite } from "../sites/selection";
 import type { DecisionEngine } from "./engine";
 import { checkSubjects, DecideBody } from "./model";
 
-/** POST /admin/tenants/:tenant/sites/:site/explain: the operator's explain (`npx svc explain`), no key, no rate window. */
+/** POST /admin/tenants/:tenant/sites/:site/explain: the operator's explain (`npm run svc -- explain`), no key, no rate window. */
 export function adminExplainRoutes(deps: {
   readonly registry: SiteRegistry;
   readonly decisions: DecisionEngine;

@@ -21,6 +21,8 @@ export const corsPolicy = new Elysia({ name: "cors-policy" }).macro({
 
 /** What a browser may send cross-origin. Never `Authorization`: browsers carry the session cookie. */
 export const CORS_ALLOWED_HEADERS = `content-type, ${SITE_HEADER}, ${PREVIEW_HEADER}`;
+/** What a page may read of an answer beyond the safelisted fields: the rate window's state. */
+export const CORS_EXPOSED_HEADERS = "RateLimit, RateLimit-Policy, Retry-After";
 const PREFLIGHT_MAX_AGE = "600";
 
 interface PathCors {
@@ -75,8 +77,8 @@ const originRefused = () => new AppError("forbidden", "This origin is not allowe
  *   ones) from an origin that some served site of the tenant allows is 204 with that origin,
  *   `Access-Control-Allow-Credentials: true`, the path's methods and `CORS_ALLOWED_HEADERS`;
  *   from any other origin (or none) 403 in the envelope, with no CORS headers;
- * - an actual request carries `Vary: Origin`, and the origin plus credentials only when the
- *   site it selects lists that origin. Otherwise the route answers as usual with no CORS
+ * - an actual request carries `Vary: Origin`, and the origin plus credentials (and
+ *   `CORS_EXPOSED_HEADERS`) only when the site it selects lists that origin. Otherwise the route answers as usual with no CORS
  *   headers and the browser keeps the answer from the page; a same-origin call (the magic-link
  *   interstitial's POST) is not refused here. Refusing by origin is the route's own business
  *   (`/svc/v1/decide` does, as part of its browser credential).
@@ -120,6 +122,7 @@ export function browserCors(registry: SiteRegistry, group: AnyElysia): AnyElysia
     if (origin !== null && siteAllows(registry, request, origin)) {
       set.headers["access-control-allow-origin"] = origin;
       set.headers["access-control-allow-credentials"] = "true";
+      set.headers["access-control-expose-headers"] = CORS_EXPOSED_HEADERS;
     }
   });
   out = out.use(group);

@@ -1,3 +1,4 @@
+import { parseCookie } from "cookie";
 import type { Cookie } from "elysia";
 
 export const SESSION_COOKIE = "svc.session_token";
@@ -7,30 +8,14 @@ export const EXCHANGE_PAUSE_COOKIE = "svc.exchange_pause";
 export const EXCHANGE_PAUSE_SECONDS = 300;
 
 /**
- * Reads one cookie from a Cookie header without building a map of all of them. Kept beside
- * Elysia's `cookie` for reading: the access cookie is read on `/svc/v1/decide`, where parsing
- * the whole header into Elysia's jar is a cost per decision, and the jar turns a value that looks
- * like JSON (an upstream cookie starting with `{` or `[`) into an object, where the credential
- * must stay the string the browser sent.
+ * Reads one cookie from a Cookie header with the `cookie` package (the first of a repeated name;
+ * percent-decoded when it can be). Kept beside Elysia's `cookie` for reading: the jar turns a
+ * value that looks like JSON (an upstream cookie starting with `{` or `[`) into an object, where
+ * the credential must stay the string the browser sent.
  */
 export function readCookie(header: string | null, name: string): string | null {
   if (!header) return null;
-  let start = 0;
-  while (start < header.length) {
-    let end = header.indexOf(";", start);
-    if (end === -1) end = header.length;
-    const eq = header.indexOf("=", start);
-    if (eq !== -1 && eq < end && header.slice(start, eq).trim() === name) {
-      const value = header.slice(eq + 1, end).trim();
-      try {
-        return decodeURIComponent(value);
-      } catch {
-        return value;
-      }
-    }
-    start = end + 1;
-  }
-  return null;
+  return parseCookie(header)[name] ?? null;
 }
 
 /** Elysia's cookie jar of a request (`cookie` in the handler's context). */

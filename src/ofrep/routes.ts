@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import type { KeyedRate } from "../counters/quota-leases";
-import { takeKeyedRate } from "../counters/take-rate";
+import { takeKeyedRateFields } from "../counters/take-rate";
 import type { DecisionEngine } from "../decide/engine";
 import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import { OfrepFlagParams, OfrepRequest } from "./model";
-import { evaluateFlags, InvalidContext, namedFeatures } from "./service";
+import { bulkFeatures, evaluateFlags, InvalidContext } from "./service";
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -19,12 +19,14 @@ const etagOf = (body: string) => `"${createHash("sha256").update(body).digest("b
  * The answer, with an ETag only when the evaluation ticked no meter (a ticking answer is not
  * repeatable: the next call counts again), and 304 to a matching If-None-Match.
  */
-function answer(request: Request, body: unknown, ticked: boolean): Response {
+function answer(request: Request, body: unknown, ticked: boolean, fields: Record<string, string>): Response {
   const text = JSON.stringify(body);
-  if (ticked) return new Response(text, { headers: { "content-type": "application/json" } });
+  if (ticked) return new Response(text, { headers: { "content-type": "application/json", ...fields } });
   const etag = etagOf(text);
-  if (request.headers.get("if-none-match") === etag) return new Response(null, { status: 304, headers: { etag } });
-  return new Response(text, { headers: { "content-type": "application/json", etag } });
+  if (request.headers.get("if-none-match") === etag) {
+    return new Response(null, { status: 304, headers: { etag, ...fields } });
+  }
+  return new Response(text, { headers: { "content-type": "application/json", etag, ...fields } });
 }
 
 /**
@@ -40,12 +42,13 @@ export type OfrepDeps = Parameters<typeof credentials>[0] & {
 
 export function ofrepRoutes(deps: OfrepDeps) {
   const engine = deps.decisions;
+  // The same window as keyed decide, named as it: OFREP calls spend it too.
+  const policy = { name: "keyed-decide", limit: deps.keyedDecideRate.limit, windowMs: deps.keyedDecideRate.windowMs };
   const prepare = async ({ apiKey, site }: KeyedRequest, request: Request) => {
     const now = deps.now();
-    const rated = takeKeyedRate(deps.keyedDecideRate, apiKey.id, now);
-    if (rated !== undefined) await rated;
+    const fields = await takeKeyedRateFields(deps.keyedDecideRate, policy, apiKey.id, now);
     const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
-    return { now, ...(await engine.chooseDocument(site, token, now)) };
+    return { now, fields, ...(await engine.chooseDocument(site, token, now)) };
   };
   return new Elysia({ prefix: "/ofrep/v1/evaluate" })
     .use(credentials(deps))
@@ -54,37 +57,37 @@ export function ofrepRoutes(deps: OfrepDeps) {
       "/flags/:key",
       async ({ apiKey, site, params, body, request }) => {
         const key = params.key;
-        const { now, document, preview } = await prepare({ apiKey, site }, request);
+        const { now, fields, document, preview } = await prepare({ apiKey, site }, request);
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
           evaluated = await evaluateFlags(engine, site, document, preview, [key], body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext) {
-            return json(400, { key, errorCode: "INVALID_CONTEXT", errorDetails: error.message });
+            return json(400, { key, errorCode: "INVALID_CONTEXT", errorDetails: error.message }, fields);
           }
           throw error;
         }
         const flag = evaluated.flags[0] as Record<string, unknown>;
-        if (flag.errorCode === "FLAG_NOT_FOUND") return json(404, flag);
-        if (flag.errorCode !== undefined) return json(400, flag);
-        return answer(request, flag, evaluated.ticked);
+        if (flag.errorCode === "FLAG_NOT_FOUND") return json(404, flag, fields);
+        if (flag.errorCode !== undefined) return json(400, flag, fields);
+        return answer(request, flag, evaluated.ticked, fields);
       },
       { params: OfrepFlagParams, body: OfrepRequest },
     )
     .post(
       "/flags",
       async ({ apiKey, site, body, request }) => {
-        const { now, document, preview } = await prepare({ apiKey, site }, request);
+        const { now, fields, document, preview } = await prepare({ apiKey, site }, request);
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
-          const names = namedFeatures(body.context);
+          const names = bulkFeatures(document, body.context);
           evaluated = await evaluateFlags(engine, site, document, preview, names, body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext)
-            return json(400, { errorCode: "INVALID_CONTEXT", errorDetails: error.message });
+            return json(400, { errorCode: "INVALID_CONTEXT", errorDetails: error.message }, fields);
           throw error;
         }
-        return answer(request, { flags: evaluated.flags }, evaluated.ticked);
+        return answer(request, { flags: evaluated.flags }, evaluated.ticked, fields);
       },
       { body: OfrepRequest },
     );

@@ -54,13 +54,22 @@ export function decideInputOf(context: unknown, features: string[]): DecideInput
   return input;
 }
 
-/** The features a bulk request names: context `svc.features` (or `svc: { features }`), a list or a comma-separated string. */
-export function namedFeatures(context: unknown): string[] {
-  if (!isObject(context)) throw new InvalidContext("name the features to evaluate in context svc.features");
-  const named = context["svc.features"] ?? (isObject(context.svc) ? context.svc.features : undefined);
+/**
+ * The features a bulk request evaluates. Named in context `svc.features` (or `svc: { features }`),
+ * a list or a comma-separated string: those. Not named (a stock OpenFeature SDK): the site's
+ * client features (`clientFeatures`).
+ */
+export function bulkFeatures(document: CompiledSite, context: unknown): string[] {
+  if (context !== undefined && context !== null && !isObject(context)) {
+    throw new InvalidContext("context must be an object");
+  }
+  const named = isObject(context)
+    ? (context["svc.features"] ?? (isObject(context.svc) ? context.svc.features : undefined))
+    : undefined;
+  if (named === undefined) return clientFeatures(document);
   const list = typeof named === "string" ? named.split(",").map((s) => s.trim()) : named;
   if (!Array.isArray(list) || list.length === 0 || list.length > 100) {
-    throw new InvalidContext("name 1 to 100 features to evaluate in context svc.features");
+    throw new InvalidContext("svc.features names 1 to 100 features to evaluate");
   }
   for (const name of list) {
     if (typeof name !== "string" || name.length < 1 || name.length > 128) {
@@ -68,6 +77,23 @@ export function namedFeatures(context: unknown): string[] {
     }
   }
   return [...new Set(list as string[])];
+}
+
+/**
+ * What a bulk request that names no features evaluates: every published decision feature whose
+ * rules tick no meter, by name. A ticking feature counts each time it is asked,
+ * and a stock SDK asks for all flags at every start, context change and poll, so it is evaluated
+ * only when named (in `svc.features`, or as a single flag).
+ */
+export function clientFeatures(document: CompiledSite): string[] {
+  const out: string[] = [];
+  for (const feature of document.features.values()) {
+    if (!feature.published || feature.purpose !== "decision") continue;
+    const rules = document.document.features?.[feature.name]?.rules ?? [];
+    if (rules.some((r) => r.tick !== undefined && r.tick.length > 0)) continue;
+    out.push(feature.name);
+  }
+  return out.sort();
 }
 
 /** Whether a feature needs a subject: it reads or ticks a meter, or splits by experiment. */

@@ -1,4 +1,4 @@
-import { type Metric, Registry } from "prom-client";
+import { collectDefaultMetrics, type Metric, Registry } from "prom-client";
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import type { Flusher } from "../counters/flusher";
@@ -70,9 +70,14 @@ export interface MetricsDeps {
   readonly jobs: JobQueue;
 }
 
-/** The registry /metrics serves: every value is read from the running service at scrape time. */
+/**
+ * The registry /metrics serves: every value is read from the running service at scrape time,
+ * beside prom-client's default runtime metrics under their usual names (`process_*` CPU, memory
+ * and file descriptors; `nodejs_*` heap, event-loop lag and GC), which the usual dashboards read.
+ */
 export function metricsRegistry(deps: MetricsDeps): Registry {
   const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
   const add = (metric: Scraped) => registry.registerMetric(metric as unknown as Metric);
   const requests = () => [...deps.requests.routes()];
 

@@ -194,7 +194,7 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
     expect(publish.status).toBe(401);
   });
 
-  it("lists, diffs and publishes from the CLI: npx svc documents | diff | publish", async () => {
+  it("lists, diffs and publishes from the CLI: npm run svc -- documents | diff | publish", async () => {
     const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
     try {
       const env = { SVC_URL: `http://127.0.0.1:${server.port}`, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { runCli, type ServerProcess, startServerProcess, tempDir } from "../helpers/process";
 
-/** `npx svc audit` against a running server (embedded store). */
+/** `npm run svc -- audit` against a running server (embedded store). */
 describe("svc audit", () => {
   let server: ServerProcess;
   let env: Record<string, string>;

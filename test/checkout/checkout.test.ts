@@ -199,7 +199,13 @@ describe.each(storeKinds)("POST /svc/v1/checkout (%s store)", (kind) => {
         body: JSON.stringify(valid),
       });
       statuses.push(res.status);
-      if (res.status === 429) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(res.headers.get("ratelimit-policy")).toBe('"checkout";q=20;w=60');
+      const left = /^"checkout";r=(\d+);t=(\d+)$/.exec(res.headers.get("ratelimit") ?? "");
+      expect(left).not.toBeNull();
+      if (res.status === 429) {
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+        expect(left?.[1]).toBe("0");
+      }
     }
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
     w.h.clock.advance(61_000);

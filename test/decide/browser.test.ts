@@ -200,10 +200,17 @@ describe("browser decide and forward mounts, with the access cookie", () => {
 
   it("admits 200 per 10 seconds per client per site, then 429 with Retry-After", async () => {
     h.clock.set(Math.ceil(h.clock.now() / 10_000) * 10_000 + 1_000);
-    for (let i = 0; i < 200; i++) expect((await decide({ features: [] })).status).toBe(200);
+    const first = await decide({ features: [] });
+    expect(first.status).toBe(200);
+    // The IETF draft's fields: the policy (200 per 10 s) and what is left, resetting in 9 s.
+    expect(first.headers.get("ratelimit-policy")).toBe('"browser-decide";q=200;w=10');
+    expect(first.headers.get("ratelimit")).toBe('"browser-decide";r=199;t=9');
+    for (let i = 1; i < 200; i++) expect((await decide({ features: [] })).status).toBe(200);
     const refused = await decide({ features: [] });
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("9");
+    expect(refused.headers.get("ratelimit")).toBe('"browser-decide";r=0;t=9');
+    expect(refused.headers.get("ratelimit-policy")).toBe('"browser-decide";q=200;w=10');
     h.clock.advance(9_000);
     expect((await decide({ features: [] })).status).toBe(200);
   });
@@ -215,6 +222,8 @@ describe("browser decide and forward mounts, with the access cookie", () => {
     it("redirects to the resolved url, filling placeholders from the query", async () => {
       const res = await forward("feature=subscribe&site=news&offer=annual plan");
       expect(res.status).toBe(302);
+      expect(res.headers.get("ratelimit-policy")).toBe('"forward";q=200;w=10');
+      expect(res.headers.get("ratelimit")).toMatch(/^"forward";r=\d+;t=\d+$/);
       expect(res.headers.get("location")).toBe("https://shop.example/checkout?offer=annual%20plan");
       expect(await res.text()).toBe("");
     });

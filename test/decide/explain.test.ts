@@ -119,7 +119,7 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
     expect(res.status).toBe(400);
   });
 
-  it("prints an explanation for operators: npx svc explain <site> <body.json>", async () => {
+  it("prints an explanation for operators: npm run svc -- explain <site> <body.json>", async () => {
     const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
     try {
       const file = join(scratchDir("svc-explain-"), "body.json");

@@ -64,13 +64,18 @@ describe("the runnable commands of the README and docs/", () => {
 
   it("finds the README's runnable blocks: metering, a key, a magic-link sign-in and the CLI", () => {
     const readme = blocks.filter((b) => b.file === "README.md").map((b) => b.text);
-    expect(readme.some((t) => t.includes("npx svc demo-request"))).toBe(true);
-    expect(readme.some((t) => t.includes("npx svc keys issue"))).toBe(true);
+    expect(readme.some((t) => t.includes("npm run svc -- demo-request"))).toBe(true);
+    expect(readme.some((t) => t.includes("npm run svc -- keys issue"))).toBe(true);
     expect(readme.some((t) => t.includes("/v1/id/magic-link/consume"))).toBe(true);
     expect(blocks.some((b) => b.file === "docs/operations.md")).toBe(true);
-    // The CLI is run through npx or npm everywhere, never a bare `bun` a new user does not have.
+    // The CLI is run through npm everywhere: never a bare `bun` a new user does not have, nor
+    // `npx svc`, which outside the checkout fetches an unrelated registry package named svc.
     for (const file of markdownFiles()) {
       const text = readFileSync(file, "utf8");
+      expect({ file: relative(root, file), npx: text.match(/npx svc\b.*$/m)?.[0] }).toEqual({
+        file: relative(root, file),
+        npx: undefined,
+      });
       expect({ file: relative(root, file), bare: text.match(/^\s*bun (run|src|test)\b.*$/m)?.[0] }).toEqual({
         file: relative(root, file),
         bare: undefined,

@@ -166,8 +166,9 @@ describe.each(storeKinds)("CORS on the browser routes (%s store)", (kind) => {
       expect(corsHeaders(res)).toEqual({ origin: NEWS, credentials: "true", vary: "Origin" });
       expect(res.headers.getSetCookie().some((c) => c.startsWith("svc.access="))).toBe(true);
       expect((await res.json()).user.id).toBe(reader.userId);
-      // The session token is for native clients: never exposed to cross-origin scripts.
-      expect(res.headers.get("access-control-expose-headers")).toBeNull();
+      // The session token is for native clients: never exposed to cross-origin scripts; the rate
+      // window's fields and Retry-After are.
+      expect(res.headers.get("access-control-expose-headers")).toBe("RateLimit, RateLimit-Policy, Retry-After");
       const grants = await get("/grants", { origin: NEWS, cookie: reader.cookie });
       expect(grants.status).toBe(200);
       expect(corsHeaders(grants)).toEqual({ origin: NEWS, credentials: "true", vary: "Origin" });

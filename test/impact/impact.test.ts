@@ -187,7 +187,7 @@ describe.each(storeKinds)("impact before publish (%s store)", (kind) => {
     expect((await h.request("GET", "/admin/tenants/default/sites/news/impact")).status).toBe(401);
   });
 
-  it("prints the replay for operators: npx svc impact <site>", async () => {
+  it("prints the replay for operators: npm run svc -- impact <site>", async () => {
     const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
     try {
       let out = "";

@@ -149,6 +149,9 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     };
     const first = await bulk(context);
     expect(first.status).toBe(200);
+    // Keyed decide's window, which OFREP spends too: the IETF draft's fields.
+    expect(first.headers.get("ratelimit-policy")).toBe('"keyed-decide";q=2000;w=10');
+    expect(first.headers.get("ratelimit")).toMatch(/^"keyed-decide";r=\d+;t=\d+$/);
     const etag = first.headers.get("etag");
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     const body = (await first.json()) as Json;
@@ -169,9 +172,44 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
       body: { features: ["teaser"], userId: "bulk-reader" },
     });
     expect(((await decided.json()) as Json).decisions.teaser.meters.calls.count).toBe(1);
-    const unnamed = await bulk({ targetingKey: "bulk-reader" });
-    expect(unnamed.status).toBe(400);
-    expect(await unnamed.json()).toMatchObject({ errorCode: "INVALID_CONTEXT" });
+    const empty = await bulk({ targetingKey: "bulk-reader", "svc.features": [] });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ errorCode: "INVALID_CONTEXT" });
+  });
+
+  it("evaluates in bulk, when no features are named, every published decision feature that ticks no meter", async () => {
+    const context = { targetingKey: "unnamed-reader", content: signedContent({ id: "u-1", section: "sport" }) };
+    const first = await bulk(context);
+    expect(first.status).toBe(200);
+    const body = (await first.json()) as Json;
+    // paywall and teaser tick meters: left out, so asking for every flag counts nothing.
+    expect(body.flags.map((f: Json) => [f.key, f.reason])).toEqual([
+      ["headline", "SPLIT"],
+      ["hidden", "DISABLED"],
+      ["section", "TARGETING_MATCH"],
+    ]);
+    const etag = first.headers.get("etag");
+    expect(etag).not.toBeNull();
+    expect((await bulk(context, { "if-none-match": etag as string })).status).toBe(304);
+    const decided = await h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+      body: { features: ["teaser"], userId: "unnamed-reader" },
+    });
+    // Decide answers the count before its own tick: the bulk calls ticked nothing.
+    expect(((await decided.json()) as Json).decisions.teaser.meters.calls.count).toBe(0);
+    const anonymous = await bulk({});
+    expect(((await anonymous.json()) as Json).flags.map((f: Json) => [f.key, f.reason ?? f.errorCode])).toEqual([
+      ["headline", "TARGETING_KEY_MISSING"],
+      ["hidden", "DISABLED"],
+      ["section", "ERROR"], // no content descriptor: content.section is unavailable
+    ]);
+    const none = await fetch(`${base}/ofrep/v1/evaluate/flags`, {
+      method: "POST",
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(none.status).toBe(200);
+    expect(((await none.json()) as Json).flags).toHaveLength(3);
   });
 
   it("refuses a missing key (401) and a key of another site (403)", async () => {
@@ -215,6 +253,7 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.headers.get("ratelimit")).toMatch(/^"keyed-decide";r=0;t=\d+$/);
     const viaSdk = await client.getObjectDetails("section", { fallback: true }, { targetingKey: "r" });
     expect(viaSdk.value).toEqual({ fallback: true });
     expect(viaSdk.errorCode).toBeDefined();

@@ -9,6 +9,14 @@ import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases"
 import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
 
 const METRICS_TOKEN = "metrics-token-0123456789abcdef";
+/** Debian's Python, whose python3-prometheus-client is the official client's parser (.ci/run installs it). */
+const PYTHON = process.env.SVC_PYTHON || "/usr/bin/python3";
+/** Reads Prometheus text on stdin and prints `{ family: type }` as JSON; fails on any line it cannot parse. */
+const PARSE_FAMILIES = [
+  "import json, sys",
+  "from prometheus_client.parser import text_string_to_metric_families",
+  "print(json.dumps({f.name: f.type for f in text_string_to_metric_families(sys.stdin.read())}))",
+].join("\n");
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The value of one sample line of a Prometheus text answer (undefined when absent). */
@@ -153,6 +161,43 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
       "svc_flush_last_success_age_seconds",
     ]) {
       expect(after).toContain(`# TYPE ${name} `);
+    }
+  });
+
+  it("parses with the official Prometheus client's parser (Python prometheus_client)", async () => {
+    const text = await metrics();
+    const parser = Bun.spawnSync({
+      cmd: [PYTHON, "-c", PARSE_FAMILIES],
+      stdin: new TextEncoder().encode(text),
+      stderr: "pipe",
+    });
+    if (parser.exitCode !== 0 && /No module named|ENOENT/.test(parser.stderr.toString())) {
+      throw new Error(`${PYTHON} with prometheus_client is missing: apt-get install python3-prometheus-client`);
+    }
+    expect(parser.stderr.toString()).toBe("");
+    const families = JSON.parse(parser.stdout.toString()) as Record<string, string>;
+    expect(families).toMatchObject({
+      svc_http_requests: "counter",
+      svc_http_request_duration_seconds: "histogram",
+      process_resident_memory_bytes: "gauge",
+      nodejs_heap_size_used_bytes: "gauge",
+      nodejs_eventloop_lag_seconds: "gauge",
+      nodejs_gc_duration_seconds: "histogram",
+    });
+  });
+
+  it("serves the runtime's metrics: memory, heap, event-loop lag and GC", async () => {
+    const text = await metrics();
+    expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(0);
+    expect(sample(text, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
+    expect(sample(text, "nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);
+    expect(sample(text, "process_cpu_seconds_total")).toBeGreaterThan(0);
+    for (const [name, type] of [
+      ["nodejs_eventloop_lag_p99_seconds", "gauge"],
+      ["nodejs_gc_duration_seconds", "histogram"],
+      ["process_open_fds", "gauge"],
+    ]) {
+      expect(text).toContain(`# TYPE ${name} ${type}`);
     }
   });
 

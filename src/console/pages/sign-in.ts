@@ -13,7 +13,7 @@ ${state.sent ? notice("If that address is a console user, a sign-in link is on i
 <input type="email" id="email" name="email" autocomplete="email" required maxlength="254" value="${state.email ?? ""}"${state.errors ? html` aria-invalid="true" aria-describedby="errors"` : ""}>
 <div class="actions"><button type="submit">Email me a sign-in link</button></div>
 </form>
-<p class="muted">Console users are added by an operator: <code>npx svc console-user add you@example.com --role admin</code>.</p>`,
+<p class="muted">Console users are added by an operator: <code>npm run svc -- console-user add you@example.com --role admin</code>.</p>`,
     null,
   );
 }
