@@ -119,15 +119,13 @@ export class Outbox {
     if (this.transport.kind === "none") throw mailNotConfigured();
   }
 
+  /**
+   * Writes a mail to the outbox and starts a drain. Mail sent on a caller's behalf goes through
+   * `enqueueIn` instead, in the transaction that takes its mail budget (src/mail-budget).
+   */
   async enqueue(mail: Mail): Promise<void> {
-    await this.enqueueWithId(mail);
-  }
-
-  /** Writes a mail to the outbox and starts a drain; returns the mail's id (the outbox row). */
-  async enqueueWithId(mail: Mail): Promise<number> {
-    const id = await this.enqueueIn(this.db, mail);
+    await this.enqueueIn(this.db, mail);
     this.kick();
-    return id;
   }
 
   /**
