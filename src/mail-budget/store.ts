@@ -1,7 +1,6 @@
 import { lt, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { mailBudget } from "../../db/schema";
-import { hashSecret } from "../keys/key-value";
 import { budgetName, type Charge, windowStartOf } from "./budgets";
 
 /** A transaction (or the database itself): what the budget is taken in. */
@@ -81,7 +80,7 @@ function ordered(charges: readonly Charge[]): { charge: Charge; budget: string; 
   const merged = new Map<string, { charge: Charge; budget: string; subject: string }>();
   for (const charge of charges) {
     const budget = budgetName(charge);
-    const subject = hashSecret(charge.subject);
+    const subject = Bun.SHA256.hash(charge.subject, "hex");
     const key = `${budget}\u0001${subject}`;
     const seen = merged.get(key);
     merged.set(
