@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
+import { putSubscriptions } from "../../src/newsletters/service";
 import { storeKinds } from "../helpers/databases";
 import { seedSite } from "../helpers/harness";
 import { startSecondProcess } from "../helpers/second-process";
@@ -106,4 +107,23 @@ describe.each(storeKinds)("newsletter confirmations spend the mail budget (%s st
       await second.close();
     }
   });
+
+  it("lets a new client subscribe after many clients spent their own budgets (no site-wide door)", async () => {
+    nextHour();
+    const site = w.h.deps.registry.site("default", "four")!;
+    const put = (email: string, client: string) =>
+      putSubscriptions(w.h.deps.newsletters, {
+        subject: { kind: "anonymous", site, user: null },
+        body: { subscribed: ids, email },
+        client,
+        linkBase: () => "https://id.news.example/v1",
+      }).catch((error: unknown) => error);
+    // 13 clients x 40 mails: more than the 500 per 10 minutes that used to close the site.
+    for (let c = 0; c < 13; c++) {
+      for (let i = 0; i < 10; i++)
+        expect(await put(`crowd-${c}-${i}@example.com`, `10.8.0.${c}`)).toMatchObject({ status: 202 });
+      expect(await put(`crowd-${c}-over@example.com`, `10.8.0.${c}`)).toMatchObject({ code: "rate_limited" });
+    }
+    expect(await put("newcomer@example.com", "10.8.1.1")).toMatchObject({ status: 202 });
+  }, 60_000);
 });
