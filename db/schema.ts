@@ -659,3 +659,26 @@ export const consoleTokens = pgTable(
   },
   (t) => [index("console_tokens_user").on(t.tenantId, t.email)],
 );
+
+/**
+ * The mail budget (src/mail-budget): what has been spent of one budget in one fixed window. A
+ * budget is a mail kind and a scope (recipient mailbox, client, site, organization, inviter);
+ * `subject` is the SHA-256 of what it counts (a mailbox, a client address), never the value.
+ * Taken by a conditional upsert in the transaction that writes the mail; rows past
+ * `expires_at` are pruned.
+ */
+export const mailBudget = pgTable(
+  "mail_budget",
+  {
+    tenantId: text().notNull(),
+    budget: text().notNull(),
+    subject: text().notNull(),
+    windowStart: bigint({ mode: "number" }).notNull(),
+    spent: integer().notNull(),
+    expiresAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.budget, t.subject, t.windowStart] }),
+    index("mail_budget_expires_idx").on(t.expiresAt),
+  ],
+);

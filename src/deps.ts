@@ -29,6 +29,9 @@ import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
 import { SealedText } from "./mail/sealed-text";
+import type { MailBudgetRules } from "./mail-budget/budgets";
+import { MailBudget } from "./mail-budget/mail-budget";
+import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
@@ -76,6 +79,8 @@ export interface Deps {
   readonly browserDecideRate: RateWindows;
   readonly forwardRate: RateWindows;
   readonly outbox: Outbox;
+  /** Every mail sent on a caller's behalf is taken from it, in the transaction that writes it. */
+  readonly mailBudget: MailBudget;
   readonly identityDeps: IdentityDeps;
   readonly orgs: OrgStore;
   readonly giftStore: GiftStore;
@@ -125,6 +130,8 @@ export interface DepsOverrides {
   readonly serviceEnv?: Readonly<Record<string, string | undefined>>;
   /** The meters' store (tests wrap the drizzle one to force what other processes would cause). */
   readonly meterStore?: MeterStore;
+  /** The mail budgets' numbers (default MAIL_BUDGETS; tests pass small ones). */
+  readonly mailBudgets?: MailBudgetRules;
 }
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
@@ -213,6 +220,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     database.kind === "server",
     new SealedText(config.secret, "mail-outbox"),
   );
+  const mailBudget = new MailBudget(
+    database.db,
+    new DrizzleMailBudgetStore(database.db),
+    outbox,
+    logger,
+    now,
+    overrides.mailBudgets,
+  );
   const orgs = new OrgStore(database.db, config.readDeadlineMs);
   const identityDeps: IdentityDeps = {
     identity: new IdentityStore(database.db, config.readDeadlineMs),
@@ -220,6 +235,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     accessTokens: new AccessTokens(config.secret),
     upstream: new UpstreamVerifier(config.idpTimeoutMs, now),
     outbox,
+    mailBudget,
     logger,
     now,
     identityProvider: (tenantId) => registry.identityProvider(tenantId),
@@ -240,6 +256,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     identity: identityDeps.identity,
     users,
     outbox,
+    mailBudget,
     services,
     jobs,
     changes,
@@ -277,6 +294,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     giftStore,
     gifts,
     outbox,
+    mailBudget,
     identityDeps,
     orgs,
     requests: new RequestStats(logger, config.accessLog, clients),

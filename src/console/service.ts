@@ -5,7 +5,7 @@ import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
 import { trustedLinkOrigin } from "../identity/link-origin";
-import { signInMailLimitsOf, tooManySignInMails } from "../identity/mail-limits";
+import { signInSpend, tooManySignInMails } from "../identity/mail-limits";
 import type { IdentityDeps } from "../identity/service";
 import { AppError } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
@@ -94,7 +94,7 @@ export async function removeConsoleUser(
  * Mails a console sign-in link when the address is a console user of the tenant the request's
  * host names; says nothing either way (the page reads the same). The link's origin is one the
  * service trusts (identity's rule, src/identity/link-origin.ts), never the caller's choice, and
- * the identity mail limits apply (per address, per client, per tenant).
+ * the sign-in mail budgets apply (per mailbox, per client, per tenant console).
  */
 export async function requestSignInLink(
   deps: ConsoleDeps,
@@ -104,28 +104,36 @@ export async function requestSignInLink(
   if (email === null) throw invalidEmail();
   deps.outbox.assertCanSend();
   const origin = trustedLinkOrigin(deps.registry, deps.config.publicUrl, input.tenantId, input.requestUrl);
-  // The identity routes' limits (one set per process): a mailbox gets at most 3 links a minute in all.
-  const wait = signInMailLimitsOf(deps.identityDeps).take(
-    { tenantId: input.tenantId, siteId: "\u0000console", address: email, client: input.client },
-    deps.now(),
-  );
-  if (wait > 0) throw tooManySignInMails(wait);
+  // The identity routes' sign-in budgets: the mailbox's is shared with reader sign-in. Taken
+  // whether or not the address is a console user, so the budget does not tell them apart.
   const user = await deps.consoleStore.user(input.tenantId, email);
-  if (user === null) return;
   const token = newToken();
-  await deps.consoleStore.createToken(
-    "link",
-    hashSecret(token),
-    { tenantId: input.tenantId, email },
-    new Date(deps.now() + CONSOLE_LINK_TTL_MS),
+  const spent = await deps.identityDeps.mailBudget.spend(
+    "sign_in",
+    input.tenantId,
+    signInSpend({ address: email, client: input.client, site: CONSOLE_BUDGET_SITE }),
+    async (tx) => {
+      if (user === null) return;
+      await deps.consoleStore.createToken(
+        "link",
+        hashSecret(token),
+        { tenantId: input.tenantId, email },
+        new Date(deps.now() + CONSOLE_LINK_TTL_MS),
+        tx,
+      );
+      await deps.outbox.enqueueIn(tx, {
+        tenantId: input.tenantId,
+        to: email,
+        subject: "Your console sign-in link",
+        text: `Open this link to sign in to the console (it works once, for 15 minutes):\n\n${origin}${CONSOLE_PATH}/auth?token=${token}\n\nIf you did not ask for it, ignore this message.`,
+      });
+    },
   );
-  await deps.outbox.enqueue({
-    tenantId: input.tenantId,
-    to: email,
-    subject: "Your console sign-in link",
-    text: `Open this link to sign in to the console (it works once, for 15 minutes):\n\n${origin}${CONSOLE_PATH}/auth?token=${token}\n\nIf you did not ask for it, ignore this message.`,
-  });
+  if (!spent.ok) throw tooManySignInMails(spent.retryAfterSeconds);
 }
+
+/** The console's sign-in counts against a site budget of its own (no reader site is named so). */
+const CONSOLE_BUDGET_SITE = "\u0000console";
 
 /** Consumes a sign-in link (once) and starts a session; the cookie value is returned once. */
 export async function consumeSignInLink(

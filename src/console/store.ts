@@ -17,7 +17,8 @@ export interface ConsoleStore {
   user(tenantId: string, email: string): Promise<ConsoleUser | null>;
   /** Removes a user and ends their sessions; false when there was none. */
   removeUser(tenantId: string, email: string): Promise<boolean>;
-  createToken(kind: "link" | "session", tokenHash: string, owner: TokenOwner, expiresAt: Date): Promise<void>;
+  /** `tx`: the caller's transaction (a sign-in link is written with its mail budget), else the store's. */
+  createToken(kind: "link" | "session", tokenHash: string, owner: TokenOwner, expiresAt: Date, tx?: Db): Promise<void>;
   /** Marks an unused, unexpired link used (once only) and returns whose it was. */
   consumeLink(tokenHash: string, now: Date): Promise<TokenOwner | null>;
   /** The live session of a cookie's hash, with the user's current role (null once removed). */
@@ -74,10 +75,14 @@ export class DrizzleConsoleStore implements ConsoleStore {
     });
   }
 
-  async createToken(kind: "link" | "session", tokenHash: string, owner: TokenOwner, expiresAt: Date): Promise<void> {
-    await this.db
-      .insert(consoleTokens)
-      .values({ tokenHash, kind, tenantId: owner.tenantId, email: owner.email, expiresAt });
+  async createToken(
+    kind: "link" | "session",
+    tokenHash: string,
+    owner: TokenOwner,
+    expiresAt: Date,
+    tx: Db = this.db,
+  ): Promise<void> {
+    await tx.insert(consoleTokens).values({ tokenHash, kind, tenantId: owner.tenantId, email: owner.email, expiresAt });
   }
 
   async consumeLink(tokenHash: string, now: Date): Promise<TokenOwner | null> {

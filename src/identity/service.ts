@@ -3,11 +3,12 @@ import { AppError, type ErrorCode } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
+import type { MailBudget } from "../mail-budget/mail-budget";
 import type { SiteState } from "../sites/registry";
 import type { UserRow, UserStore } from "../users/store";
 import { ACCESS_TTL_SECONDS, type AccessTokens } from "./access-token";
 import { ACCESS_COOKIE, EXCHANGE_PAUSE_COOKIE, readCookie, SESSION_COOKIE } from "./cookies";
-import { type SignInMailLimits, signInMailLimitsOf, tooManySignInMails } from "./mail-limits";
+import { signInSpend, tooManySignInMails } from "./mail-limits";
 import type { IdentityStore, SessionRow } from "./store";
 import { mergeTraits, validateTraits } from "./traits";
 import type { IdentityProvider, UpstreamFailure, UpstreamVerifier } from "./upstream";
@@ -27,8 +28,8 @@ export interface IdentityDeps {
   readonly now: () => number;
   /** The tenant's identity provider, or null when none is connected. */
   readonly identityProvider: (tenantId: string) => IdentityProvider | null;
-  /** Sign-in mail limits; by default one set per deps with SIGN_IN_MAIL_LIMITS (mail-limits.ts). */
-  readonly signInMail?: SignInMailLimits;
+  /** The mail budgets sign-in links are taken from (src/mail-budget), with the link's write. */
+  readonly mailBudget: MailBudget;
   /** The user's organization roles and the session's active organization, for the access cookie. */
   readonly organizationClaims?: (
     tenantId: string,
@@ -276,7 +277,7 @@ export async function presentedSession(
 /**
  * POST /v1/id/sign-in/magic-link. Refusals come before anything is spent or written: sign-in
  * closed (404), callbackURL (400), an untrusted link origin (400, from `linkBase`), then the
- * mail limits (429 with Retry-After). The answer is the same whether or not the address is a user.
+ * mail budgets (429 with Retry-After), taken in the transaction that writes the link and its mail. The answer is the same whether or not the address is a user.
  */
 export async function signInWithMagicLink(
   deps: IdentityDeps,
@@ -286,7 +287,7 @@ export async function signInWithMagicLink(
     callbackURL?: string;
     /** The trusted origin plus the mount prefix; throws when the request's origin is not trusted. */
     linkBase: () => string;
-    /** The caller's peer address, for the per-client limit. */
+    /** The caller's peer address, for the per-client budget. */
     client: string;
   },
 ): Promise<{ success: true }> {
@@ -295,28 +296,36 @@ export async function signInWithMagicLink(
   deps.outbox.assertCanSend();
   const linkBase = input.linkBase();
   const email = input.email.trim().toLowerCase();
-  const wait = signInMailLimitsOf(deps).take(
-    { tenantId: input.site.tenantId, siteId: input.site.id, address: email, client: input.client },
-    deps.now(),
-  );
-  if (wait > 0) throw tooManySignInMails(wait);
   const token = newToken();
-  await deps.identity.createMagicLink({
-    tenantId: input.site.tenantId,
-    siteId: input.site.id,
-    email,
-    tokenHash: hashSecret(token),
-    expiresAt: new Date(deps.now() + MAGIC_LINK_TTL_MS),
-  });
   const query = new URLSearchParams({ token, site: input.site.id });
   if (input.callbackURL) query.set("callbackURL", input.callbackURL);
   const link = `${linkBase}/id/magic-link?${query}`;
-  await deps.outbox.enqueue({
-    tenantId: input.site.tenantId,
-    to: email,
-    subject: "Your sign-in link",
-    text: `Open this link to sign in (it works once, for 15 minutes):\n\n${link}\n\nIf you did not ask for it, ignore this message.`,
-  });
+  const tenantId = input.site.tenantId;
+  // The budget, the link and its mail in one transaction: a refusal writes nothing.
+  const spent = await deps.mailBudget.spend(
+    "sign_in",
+    tenantId,
+    signInSpend({ address: email, client: input.client, site: input.site.id }),
+    async (tx) => {
+      await deps.identity.createMagicLink(
+        {
+          tenantId,
+          siteId: input.site.id,
+          email,
+          tokenHash: hashSecret(token),
+          expiresAt: new Date(deps.now() + MAGIC_LINK_TTL_MS),
+        },
+        tx,
+      );
+      await deps.outbox.enqueueIn(tx, {
+        tenantId,
+        to: email,
+        subject: "Your sign-in link",
+        text: `Open this link to sign in (it works once, for 15 minutes):\n\n${link}\n\nIf you did not ask for it, ignore this message.`,
+      });
+    },
+  );
+  if (!spent.ok) throw tooManySignInMails(spent.retryAfterSeconds);
   return { success: true };
 }
 

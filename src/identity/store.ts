@@ -62,14 +62,17 @@ export class IdentityStore {
     return rows.length;
   }
 
-  async createMagicLink(row: {
-    tenantId: string;
-    siteId: string;
-    email: string;
-    tokenHash: string;
-    expiresAt: Date;
-  }): Promise<void> {
-    await this.db.insert(magicLinks).values({ id: randomUUID(), ...row });
+  async createMagicLink(
+    row: {
+      tenantId: string;
+      siteId: string;
+      email: string;
+      tokenHash: string;
+      expiresAt: Date;
+    },
+    db: Db = this.db,
+  ): Promise<void> {
+    await db.insert(magicLinks).values({ id: randomUUID(), ...row });
   }
 
   /** Consumes a magic link atomically: of concurrent consumers exactly one gets the row. */
@@ -101,14 +104,17 @@ export class IdentityStore {
     return row;
   }
 
-  /** The existing user with this address, or a new one; `verified` marks the address verified. */
-  async findOrCreateByEmail(tenantId: string, email: string, verified: boolean): Promise<UserRow> {
+  /**
+   * The existing user with this address, or a new one; `verified` marks the address verified.
+   * `db`: a caller's transaction (the newsletters' mail budget), else the store's own.
+   */
+  async findOrCreateByEmail(tenantId: string, email: string, verified: boolean, db: Db = this.db): Promise<UserRow> {
     const normalized = email.trim().toLowerCase();
-    await this.db
+    await db
       .insert(users)
       .values({ id: randomUUID(), tenantId, email: normalized, emailVerified: verified })
       .onConflictDoNothing();
-    const [row] = await this.db
+    const [row] = await db
       .update(users)
       .set(verified ? { emailVerified: true } : { email: normalized })
       .where(and(eq(users.tenantId, tenantId), eq(users.email, normalized)))

@@ -119,14 +119,23 @@ export class Outbox {
     if (this.transport.kind === "none") throw mailNotConfigured();
   }
 
+  /**
+   * Writes a mail to the outbox and starts a drain. Mail sent on a caller's behalf goes through
+   * `enqueueIn` instead, in the transaction that takes its mail budget (src/mail-budget).
+   */
   async enqueue(mail: Mail): Promise<void> {
-    await this.enqueueWithId(mail);
+    await this.enqueueIn(this.db, mail);
+    this.kick();
   }
 
-  /** Writes a mail to the outbox and starts a drain; returns the mail's id (the outbox row). */
-  async enqueueWithId(mail: Mail): Promise<number> {
+  /**
+   * Writes a mail inside the caller's transaction (the one that takes its mail budget and writes
+   * its link); returns its id. Call `kick` once that transaction has committed: a drain that ran
+   * before the commit would not see the row.
+   */
+  async enqueueIn(tx: Db, mail: Mail): Promise<number> {
     this.assertCanSend();
-    const [row] = await this.db
+    const [row] = await tx
       .insert(mailOutbox)
       .values({
         tenantId: mail.tenantId,
@@ -138,10 +147,14 @@ export class Outbox {
         nextAttemptAt: new Date(this.now()),
       })
       .returning({ id: mailOutbox.id });
+    return row!.id;
+  }
+
+  /** Rows were written (and committed): the next tick looks again, and a drain starts now. */
+  kick(): void {
     this.enqueued++;
     this.quietUntil = 0;
     void this.drain();
-    return row!.id;
   }
 
   start(intervalMs = 1000): void {

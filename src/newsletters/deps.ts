@@ -1,10 +1,10 @@
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
-import { SignInMailLimits } from "../identity/mail-limits";
 import type { IdentityStore } from "../identity/store";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
+import type { MailBudget } from "../mail-budget/mail-budget";
 import type { ServiceConfigs } from "../outside/service-config";
 import type { SiteRegistry } from "../sites/registry";
 import type { UserStore } from "../users/store";
@@ -30,25 +30,17 @@ export interface NewsletterDeps {
   readonly publicUrl: string | undefined;
   readonly vendorTimeoutMs: number;
   /**
-   * Per client and per site limits on anonymous subscribe requests that mail (in memory, per
-   * process, as sign-in mail's): one caller cannot make the service mail address after address.
+   * The `confirmation` mail budgets (src/mail-budget): per mailbox, per mailbox and list, per
+   * client and per site, counted in mails and taken with the confirmations' writes.
    */
-  readonly anonymousMail: SignInMailLimits;
+  readonly mailBudget: MailBudget;
 }
-
-/** Anonymous subscribe requests that mail: 20 per 10 minutes per client, 500 per 10 minutes per site. */
-export const ANONYMOUS_MAIL_LIMITS = Object.freeze({
-  // Per address the stored caps apply (service.ts); this log only bounds memory.
-  perAddress: { limit: 1_000, windowMs: 1_000 },
-  perClient: { limit: 20, windowMs: 10 * 60_000 },
-  perSite: { limit: 500, windowMs: 10 * 60_000 },
-});
 
 /** Builds the newsletter deps (src/deps.ts) and registers the vendor sync job on the queue. */
 export function createNewsletterDeps(
   input: Pick<
     NewsletterDeps,
-    "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now"
+    "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now" | "mailBudget"
   > & {
     readonly db: ConstructorParameters<typeof NewsletterStore>[0];
     readonly config: Config;
@@ -70,7 +62,7 @@ export function createNewsletterDeps(
     now: input.now,
     publicUrl: input.config.publicUrl,
     vendorTimeoutMs: input.config.newsletterVendorTimeoutMs,
-    anonymousMail: new SignInMailLimits(ANONYMOUS_MAIL_LIMITS),
+    mailBudget: input.mailBudget,
   };
   registerSyncJob(deps);
   return deps;

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { AppError } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
+import { mailboxOf, type Spend } from "../mail-budget/budgets";
+import type { Tx } from "../mail-budget/store";
 import type { SiteState } from "../sites/registry";
 import type { UserRow } from "../users/store";
 import type { NewsletterDeps } from "./deps";
@@ -13,14 +15,6 @@ import { enqueueSync } from "./sync";
 
 /** A confirmation link (and so a `pending` standing) lives 7 days from its mail. */
 export const CONFIRMATION_TTL_MS = 7 * 86_400_000;
-
-/** Confirmation mail caps per address: per list per hour, and across lists per day. */
-export const CONFIRMATION_CAPS = Object.freeze({
-  perListPerHour: 5,
-  perDay: 20,
-  hourMs: 3_600_000,
-  dayMs: 86_400_000,
-});
 
 /** `GET /v1/newsletters/lists`. */
 export function listsOf(site: SiteState): { lists: ListJson[] } {
@@ -158,16 +152,28 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
   if (mailTo.length > 0) {
     deps.outbox.assertCanSend();
     const linkBase = input.linkBase();
-    await checkCaps(deps, tenantId, email, mailTo, now);
-    if (anonymous) {
-      const wait = deps.anonymousMail.take({ tenantId, siteId: site.id, address: email, client: input.client }, now);
-      if (wait > 0) throw tooManySubscribeRequests(wait);
+    const known = user;
+    // One confirmation mail per pending list: the budgets count mails, and the standings, the
+    // links and their outbox rows are written in the transaction that takes them.
+    const spent = await deps.mailBudget.spend(
+      "confirmation",
+      tenantId,
+      confirmationSpend(email, anonymous ? input.client : null, site.id, mailTo),
+      async (tx) => {
+        const owner = known ?? (await deps.identity.findOrCreateByEmail(tenantId, email, false, tx));
+        await deps.store.write(tenantId, owner.id, writes, now, undefined, tx);
+        for (const list of mailTo) {
+          await writeConfirmation(deps, tx, { site, user: owner, email, list, linkBase, client: input.client, now });
+        }
+        return owner;
+      },
+    );
+    if (!spent.ok) {
+      throw spent.scope === "client" || spent.scope === "site"
+        ? tooManySubscribeRequests(spent.retryAfterSeconds)
+        : tooManyConfirmations(spent.retryAfterSeconds);
     }
-    if (user === null) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
-    await deps.store.write(tenantId, user.id, writes, now);
-    for (const list of mailTo) {
-      await sendConfirmation(deps, { site, user, email, list, linkBase, client: input.client, now });
-    }
+    user = spent.value;
   } else {
     if (user === null && writes.length > 0) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
     if (user !== null) await deps.store.write(tenantId, user.id, writes, now);
@@ -194,35 +200,36 @@ const tooManySubscribeRequests = (retryAfterSeconds: number) =>
     },
   );
 
-/** 429 with Retry-After when one more mail per list would pass a cap; nothing is recorded here. */
-async function checkCaps(
-  deps: NewsletterDeps,
-  tenantId: string,
+/**
+ * What confirmation mails spend: each mail from the recipient's mailbox (`+tag` and case folded)
+ * and from that mailbox's budget for its list, from the caller's client and from the site. Only
+ * the anonymous path names its recipient; a session, an upstream login or an API key mails the
+ * user's own address (`client` null): their client budget is the mailbox's own, so a reader is
+ * not held back by strangers on the same address, nor a publisher's backend (one client for all
+ * its readers) by its volume.
+ */
+function confirmationSpend(
   email: string,
+  client: string | null,
+  siteId: string,
   mailTo: readonly DeployedList[],
-  now: number,
-): Promise<void> {
-  const caps = CONFIRMATION_CAPS;
-  const sent = (await deps.store.sendsSince(tenantId, email, now - caps.dayMs)).sort((a, b) => a.at - b.at);
-  let waitMs = 0;
-  for (const list of mailTo) {
-    const inHour = sent.filter((s) => s.listId === list.id && s.at > now - caps.hourMs);
-    if (inHour.length + 1 > caps.perListPerHour) {
-      const freeing = inHour[inHour.length - caps.perListPerHour] as { at: number };
-      waitMs = Math.max(waitMs, freeing.at + caps.hourMs - now);
-    }
-  }
-  const over = sent.length + mailTo.length - caps.perDay;
-  if (over > 0) {
-    const freeing = sent[Math.min(over, sent.length) - 1];
-    waitMs = Math.max(waitMs, freeing === undefined ? caps.dayMs : freeing.at + caps.dayMs - now);
-  }
-  if (waitMs > 0) throw tooManyConfirmations(Math.max(1, Math.ceil(waitMs / 1000)));
+): Spend {
+  const mailbox = mailboxOf(email);
+  return [
+    ["mailbox", mailbox, mailTo.length],
+    ...mailTo.map((list) => ["mailbox_list", `${mailbox}\u0001${list.id}`, 1] as const),
+    ["client", client ?? `self\u0001${mailbox}`, mailTo.length],
+    ["site", siteId, mailTo.length],
+  ];
 }
 
-/** One confirmation mail: a fresh random token (stored hashed, 7 days), the mail through the outbox. */
-async function sendConfirmation(
+/**
+ * One confirmation mail, in the caller's transaction: a fresh random token (stored hashed, 7
+ * days) and the mail's outbox row (sent once the transaction commits).
+ */
+async function writeConfirmation(
   deps: NewsletterDeps,
+  tx: Tx,
   input: {
     site: SiteState;
     user: UserRow;
@@ -235,19 +242,6 @@ async function sendConfirmation(
 ): Promise<void> {
   const { site, user, list, now } = input;
   const token = randomBytes(32).toString("base64url");
-  const tokenHash = hashSecret(token);
-  await deps.store.addConfirmation({
-    tokenHash,
-    tenantId: site.tenantId,
-    siteId: site.id,
-    userId: user.id,
-    listId: list.id,
-    email: input.email,
-    mailId: null,
-    requestedFrom: input.client,
-    createdAt: new Date(now),
-    expiresAt: new Date(now + CONFIRMATION_TTL_MS),
-  });
   const unsubscribe = await deps.unsubscribeTokens.url(input.linkBase, {
     tenantId: site.tenantId,
     siteId: site.id,
@@ -255,7 +249,8 @@ async function sendConfirmation(
     listId: list.id,
     now,
   });
-  const mailId = await deps.outbox.enqueueWithId(
+  const mailId = await deps.outbox.enqueueIn(
+    tx,
     confirmationMail({
       tenantId: site.tenantId,
       to: input.email,
@@ -264,7 +259,21 @@ async function sendConfirmation(
       unsubscribeUrl: unsubscribe,
     }),
   );
-  await deps.store.setConfirmationMail(tokenHash, mailId);
+  await deps.store.addConfirmation(
+    {
+      tokenHash: hashSecret(token),
+      tenantId: site.tenantId,
+      siteId: site.id,
+      userId: user.id,
+      listId: list.id,
+      email: input.email,
+      mailId,
+      requestedFrom: input.client,
+      createdAt: new Date(now),
+      expiresAt: new Date(now + CONFIRMATION_TTL_MS),
+    },
+    tx,
+  );
 }
 
 /** After standings changed: every process drops the user's cached facts; the vendor is owed a sync. */

@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { newsletterConfirmations, newsletterStandings } from "../../db/schema";
 import { isUserId } from "../users/store";
@@ -104,10 +104,12 @@ export class NewsletterStore {
     writes: readonly StandingWrite[],
     now: number,
     consent?: ConsentProof,
+    /** The caller's transaction (a confirmation's mail budget), else the store's own. */
+    db: Db = this.db,
   ): Promise<void> {
     if (writes.length === 0) return;
     const updatedAt = new Date(now);
-    await this.db
+    await db
       .insert(newsletterStandings)
       .values(
         writes.map((w) => ({
@@ -154,15 +156,9 @@ export class NewsletterStore {
       );
   }
 
-  async addConfirmation(row: Omit<ConfirmationRow, "confirmedAt">): Promise<void> {
-    await this.db.insert(newsletterConfirmations).values({ ...row });
-  }
-
-  async setConfirmationMail(tokenHash: string, mailId: number): Promise<void> {
-    await this.db
-      .update(newsletterConfirmations)
-      .set({ mailId })
-      .where(eq(newsletterConfirmations.tokenHash, tokenHash));
+  /** `db`: the transaction that took the mail's budget and wrote its outbox row. */
+  async addConfirmation(row: Omit<ConfirmationRow, "confirmedAt">, db: Db = this.db): Promise<void> {
+    await db.insert(newsletterConfirmations).values({ ...row });
   }
 
   async confirmation(tenantId: string, tokenHash: string): Promise<ConfirmationRow | undefined> {
@@ -181,20 +177,5 @@ export class NewsletterStore {
       .where(
         and(eq(newsletterConfirmations.tokenHash, tokenHash), sql`${newsletterConfirmations.confirmedAt} is null`),
       );
-  }
-
-  /** When each confirmation mail to an address went out since `since`, per list (for the caps). */
-  async sendsSince(tenantId: string, email: string, since: number): Promise<{ listId: string; at: number }[]> {
-    const rows = await this.db
-      .select({ listId: newsletterConfirmations.listId, at: newsletterConfirmations.createdAt })
-      .from(newsletterConfirmations)
-      .where(
-        and(
-          eq(newsletterConfirmations.tenantId, tenantId),
-          eq(newsletterConfirmations.email, email),
-          gt(newsletterConfirmations.createdAt, new Date(since)),
-        ),
-      );
-    return rows.map((r) => ({ listId: r.listId, at: r.at.getTime() }));
   }
 }

@@ -9,6 +9,7 @@ import { withinDeadline } from "../infra/deadline";
 import type { Buckets } from "../infra/histogram";
 import type { JobQueue } from "../jobs/queue";
 import type { Outbox } from "../mail/outbox";
+import type { MailBudget } from "../mail-budget/mail-budget";
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -67,6 +68,7 @@ export interface MetricsDeps {
   readonly changes: ChangeFeed;
   readonly keyedDecideRate: KeyedRate;
   readonly outbox: Outbox;
+  readonly mailBudget: MailBudget;
   readonly jobs: JobQueue;
 }
 
@@ -184,6 +186,27 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
       "Time each batched read of meter values from the store took.",
       "histogram",
       () => histogramSamples("svc_store_read_duration_seconds", deps.meters.readLatency, {}),
+    ),
+  );
+  const budgetSamples = (counts: ReadonlyMap<string, number>): Sample[] =>
+    [...counts].map(([key, value]) => {
+      const [kind = "", scope = ""] = key.split("\u0001");
+      return { labels: { kind, scope }, value };
+    });
+  add(
+    new Scraped(
+      "svc_mail_budget_refused_total",
+      "Mails refused because a mail budget was spent, by mail kind and budget scope (this process).",
+      "counter",
+      () => budgetSamples(deps.mailBudget.counts().refused),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_mail_budget_warnings_total",
+      "Site mail ceilings crossed their warning level (80%) in a window, by mail kind (this process).",
+      "counter",
+      () => budgetSamples(deps.mailBudget.counts().warned),
     ),
   );
   add(

@@ -7,6 +7,7 @@ import { type CredentialDeps, credentials, type SessionCredential } from "../ide
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { accessGrant, assertNotExternalOnly } from "../identity/service";
 import type { Outbox } from "../mail/outbox";
+import type { MailBudget } from "../mail-budget/mail-budget";
 import { selectedSite } from "../sites/selection";
 import { invitationPage } from "./invitation-page";
 import {
@@ -39,6 +40,7 @@ import type { OrgStore } from "./store";
 export interface OrgDepsSource {
   readonly orgs: OrgStore;
   readonly outbox: Outbox;
+  readonly mailBudget: MailBudget;
   readonly now: () => number;
   readonly config: Pick<Config, "invitationTtlDays">;
 }
@@ -55,6 +57,7 @@ export function orgDepsOf(deps: OrgDepsSource): OrgDeps {
   return {
     store: deps.orgs,
     outbox: deps.outbox,
+    mailBudget: deps.mailBudget,
     now: deps.now,
     invitationTtlMs: deps.config.invitationTtlDays * 86_400_000,
   };

@@ -1,7 +1,10 @@
 import type { SessionRow } from "../identity/store";
 import { AppError } from "../infra/errors";
 import type { Outbox } from "../mail/outbox";
+import { mailboxOf } from "../mail-budget/budgets";
+import { type MailBudget, MailBudgetRefused } from "../mail-budget/mail-budget";
 import type { UserRow } from "../users/store";
+import { invitationMail } from "./invitation-mail";
 import type { InvitationRow, MemberRow, MembershipRow, OrganizationRow, OrgStore } from "./store";
 
 export interface OrgDeps {
@@ -9,6 +12,8 @@ export interface OrgDeps {
   readonly outbox: Outbox;
   readonly now: () => number;
   readonly invitationTtlMs: number;
+  /** The `invitation` mail budgets: per recipient mailbox, inviter, organization and site. */
+  readonly mailBudget: MailBudget;
 }
 
 /** The signed-in caller of an organization route. */
@@ -95,7 +100,8 @@ export async function updateMemberRole(
 /**
  * POST /org/invite-member: a pending invitation; a pending one for the address is superseded
  * (canceled, new id). Mail goes out for a new invitation, or for a re-invite when the earlier
- * one had expired or `resend` is true. `linkBase` is the trusted origin plus the mount.
+ * one had expired or `resend` is true, from the `invitation` mail budgets (429 with Retry-After
+ * when spent, and then nothing is written). `linkBase` is the trusted origin plus the mount.
  */
 export async function inviteMember(
   deps: OrgDeps,
@@ -111,31 +117,64 @@ export async function inviteMember(
   // Built before anything is written: an untrusted origin is refused (400) with nothing changed.
   const linkBase = mail.linkBase();
   const now = deps.now();
-  const { invitation, superseded } = await deps.store.invite({
-    tenantId: caller.tenantId,
-    organizationId: organization.id,
-    email,
-    role: input.role,
-    inviterId: caller.user.id,
-    expiresAt: new Date(now + deps.invitationTtlMs),
-  });
-  const earlierLive = superseded !== null && superseded.expiresAt.getTime() > now;
-  if (!earlierLive || input.resend === true) {
-    const query = new URLSearchParams({ id: invitation.id, site: mail.siteId });
-    const link = `${linkBase}/org/invitation?${query}`;
-    const days = Math.round(deps.invitationTtlMs / 86_400_000);
-    await deps.outbox.enqueue({
-      tenantId: caller.tenantId,
-      to: email,
-      subject: `You are invited to join ${organization.name}`,
-      text:
-        `${caller.user.name ?? caller.user.email} invited you to join ${organization.name} as ${input.role}.\n\n` +
-        `Open this link to accept or decline (it works for ${days} days; sign in with this address first):\n\n` +
-        `${link}\n\nIf you did not expect it, ignore this message.`,
-    });
+  const days = Math.round(deps.invitationTtlMs / 86_400_000);
+  let mailed = false;
+  let invitation: InvitationRow;
+  try {
+    ({ invitation } = await deps.store.invite(
+      {
+        tenantId: caller.tenantId,
+        organizationId: organization.id,
+        email,
+        role: input.role,
+        inviterId: caller.user.id,
+        expiresAt: new Date(now + deps.invitationTtlMs),
+      },
+      // In the invitation's transaction: whether it mails is known only once the earlier one is
+      // read, and a refused budget rolls the invitation back.
+      async (tx, { invitation: row, superseded }) => {
+        const earlierLive = superseded !== null && superseded.expiresAt.getTime() > now;
+        if (earlierLive && input.resend !== true) return;
+        await deps.mailBudget.takeIn(tx, "invitation", caller.tenantId, [
+          ["mailbox", mailboxOf(email), 1],
+          ["inviter", caller.user.id, 1],
+          ["organization", organization.id, 1],
+          ["site", mail.siteId, 1],
+        ]);
+        const query = new URLSearchParams({ id: row.id, site: mail.siteId });
+        await deps.outbox.enqueueIn(
+          tx,
+          invitationMail({
+            tenantId: caller.tenantId,
+            to: email,
+            role: input.role,
+            days,
+            link: `${linkBase}/org/invitation?${query}`,
+            organizationName: organization.name,
+            inviterName: caller.user.name,
+            inviterEmail: caller.user.email,
+          }),
+        );
+        mailed = true;
+      },
+    ));
+  } catch (error) {
+    if (error instanceof MailBudgetRefused) throw tooManyInvitations(error.retryAfterSeconds);
+    throw error;
   }
+  if (mailed) deps.outbox.kick();
   return invitationJson(invitation);
 }
+
+const tooManyInvitations = (retryAfterSeconds: number) =>
+  new AppError(
+    "rate_limited",
+    "Too many invitations were mailed; try again later.",
+    { retryAfterSeconds },
+    {
+      "retry-after": String(retryAfterSeconds),
+    },
+  );
 
 /** POST /org/set-active: a seat the caller holds, or null to act as themselves. */
 export async function setActive(deps: OrgDeps, caller: Caller, organizationId: string | null) {

@@ -4,6 +4,7 @@ import type { Db } from "../../db/client";
 import { invitations, memberships, organizations, sessions, users } from "../../db/schema";
 import type { OrgClaims } from "../identity/service";
 import { DEFAULT_READ_DEADLINE_MS, withinDeadline } from "../infra/deadline";
+import type { Tx } from "../mail-budget/store";
 
 export type OrganizationRow = typeof organizations.$inferSelect;
 export type MembershipRow = typeof memberships.$inferSelect;
@@ -211,16 +212,24 @@ export class OrgStore {
    * A new pending invitation; a pending one for the same address is superseded (canceled) in the
    * same transaction. Returns the new row and the one it superseded, if any. Invites for one
    * address are serialised by an advisory lock; the unique index on pending (organization,
-   * address) is the backstop: an insert that loses anyway tries again.
+   * address) is the backstop: an insert that loses anyway tries again. `then` runs in the same
+   * transaction once the row is in (the invitation's mail budget and outbox row); what it throws
+   * rolls the invitation back.
    */
-  async invite(values: {
-    tenantId: string;
-    organizationId: string;
-    email: string;
-    role: string;
-    inviterId: string;
-    expiresAt: Date;
-  }): Promise<{ invitation: InvitationRow; superseded: InvitationRow | null }> {
+  async invite(
+    values: {
+      tenantId: string;
+      organizationId: string;
+      email: string;
+      role: string;
+      inviterId: string;
+      expiresAt: Date;
+    },
+    then: (
+      tx: Tx,
+      done: { invitation: InvitationRow; superseded: InvitationRow | null },
+    ) => Promise<void> = async () => {},
+  ): Promise<{ invitation: InvitationRow; superseded: InvitationRow | null }> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const done = await this.db.transaction(async (tx) => {
         // Invites for one address take turns (released at commit), so a burst supersedes in order.
@@ -243,7 +252,10 @@ export class OrgStore {
           .values({ id: randomUUID(), ...values })
           .onConflictDoNothing()
           .returning();
-        return invitation ? { invitation, superseded: superseded ?? null } : null;
+        if (!invitation) return null;
+        const done = { invitation, superseded: superseded ?? null };
+        await then(tx, done);
+        return done;
       });
       if (done) return done;
     }

@@ -5,6 +5,7 @@ import type { MeterStore } from "../../src/counters/meter-counters";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
 import { createLogger, type Logger } from "../../src/logger";
 import type { MailTransport } from "../../src/mail/outbox";
+import type { MailBudgetRules } from "../../src/mail-budget/budgets";
 import { scratchDir } from "./scratch-dirs";
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
@@ -69,6 +70,8 @@ export async function startHarness(
     serviceEnv?: Record<string, string | undefined>;
     /** The meters' store, when a test wraps the drizzle one. */
     meterStore?: MeterStore;
+    /** The mail budgets' numbers (default MAIL_BUDGETS). */
+    mailBudgets?: MailBudgetRules;
   } = {},
 ): Promise<Harness> {
   const clock = manualClock();
@@ -81,6 +84,7 @@ export async function startHarness(
     mailTransport: options.mailTransport,
     serviceEnv: options.serviceEnv ?? {},
     meterStore: options.meterStore,
+    mailBudgets: options.mailBudgets,
   });
   await startDeps(deps);
   const app = createApp(deps);

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
-import { SignInMailLimits } from "../../src/identity/mail-limits";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { roomyMailBudgets } from "../helpers/mail-budgets";
 import { mailbox } from "../helpers/sign-in";
 
 /** What a browser would follow off the site, or cannot read the way a parser does. */
@@ -43,13 +43,9 @@ describe.each(storeKinds)(
 
     beforeAll(async () => {
       db = await freshDatabase(kind);
-      h = await startHarness(db, { mailTransport: box.transport });
+      // This file asks for many links from one in-process client: the mail budgets are tested elsewhere.
+      h = await startHarness(db, { mailTransport: box.transport, mailBudgets: roomyMailBudgets });
       await seedSite(h, "news", basicDocument());
-      // This file asks for many links from one in-process client: the mail limits are tested elsewhere.
-      const roomy = { limit: 10_000, windowMs: 60_000 };
-      Object.assign(h.deps.identityDeps, {
-        signInMail: new SignInMailLimits({ perAddress: roomy, perClient: roomy, perSite: roomy }),
-      });
     }, 60_000);
     afterAll(async () => {
       await h.stop();

@@ -215,9 +215,10 @@ describe("session exchange in dual mode against a real identity provider", () =>
     expect((await still.json()).user.id).toBe(user.id);
     // The reader who did not return signs in by email and gets the existing user.
     const mails: string[] = [];
-    const original = h.deps.outbox.enqueue.bind(h.deps.outbox);
-    h.deps.outbox.enqueue = async (mail) => {
+    const original = h.deps.outbox.enqueueIn.bind(h.deps.outbox);
+    h.deps.outbox.enqueueIn = async (_tx, mail) => {
       mails.push(mail.text);
+      return 0;
     };
     try {
       await h.request("POST", "/v1/id/sign-in/magic-link", {
@@ -225,7 +226,7 @@ describe("session exchange in dual mode against a real identity provider", () =>
         body: { email: "modes@example.com" },
       });
     } finally {
-      h.deps.outbox.enqueue = original;
+      h.deps.outbox.enqueueIn = original;
     }
     const linkToken = mails[0]!.match(/token=([A-Za-z0-9_-]+)/)![1]!;
     const signedIn = await h.request("POST", "/v1/id/magic-link/consume", {

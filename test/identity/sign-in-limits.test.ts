@@ -1,13 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
-import { SIGN_IN_MAIL_LIMITS, SignInMailLimits } from "../../src/identity/mail-limits";
+import { signInWithMagicLink } from "../../src/identity/service";
 import type { Mail } from "../../src/mail/outbox";
+import { MAIL_BUDGETS, type MailBudgetRules } from "../../src/mail-budget/budgets";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
-describe.each(storeKinds)("sign-in mail is rate limited (%s store)", (kind: StoreKind) => {
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+describe.each(storeKinds)("sign-in mail is budgeted (%s store)", (kind: StoreKind) => {
   let h: Harness;
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   const mails: Mail[] = [];
@@ -34,43 +38,60 @@ describe.each(storeKinds)("sign-in mail is rate limited (%s store)", (kind: Stor
     return { links, outbox };
   };
   const mailedTo = (address: string) => mails.filter((m) => m.to === address).length;
-  /** A window of its own for each test: every limit starts afresh. */
-  const nextWindow = () => h.clock.advance(SIGN_IN_MAIL_LIMITS.perClient.windowMs + 1);
+  /** The start of a fresh hour for each test: every budget starts afresh. */
+  const nextHour = () => h.clock.advance(HOUR - (h.clock.now() % HOUR));
 
-  it("admits 3 links per address per minute, then 429 with Retry-After; nothing written or sent", async () => {
-    nextWindow();
-    for (let i = 0; i < 3; i++) {
-      expect((await ask("reader@example.com")).status).toBe(200);
+  it("admits 3 links per mailbox per 10 minutes (+tags and case fold), then 429 with Retry-After; nothing written", async () => {
+    nextHour();
+    for (const address of ["reader@example.com", "Reader+news@Example.com", "reader+2@example.com"]) {
+      expect((await ask(address)).status).toBe(200);
       h.clock.advance(1_000);
     }
     const before = await stored();
     h.clock.advance(19_000);
-    // The same address however it is spelled: 38 s until the first of the three is a minute old.
-    const refused = await ask("Reader@Example.COM");
+    const refused = await ask("READER+other@example.com");
     expect(refused.status).toBe(429);
-    expect(refused.headers.get("retry-after")).toBe("38");
+    // The window ends 10 minutes after it began: 578 s from here (22 s in).
+    expect(refused.headers.get("retry-after")).toBe("578");
     expect(await refused.json()).toEqual({
       error: {
         code: "rate_limited",
         message: "Too many sign-in links were asked for; try again later.",
-        details: { retryAfterSeconds: 38 },
+        details: { retryAfterSeconds: 578 },
       },
     });
-    // The limit is per address, across the tenant's sites.
+    // The budget is the mailbox's, across the tenant's sites.
     expect((await ask("reader@example.com", "sport")).status).toBe(429);
     expect(await stored()).toEqual(before);
-    await h.deps.outbox.drain();
-    expect(mailedTo("reader@example.com")).toBe(3);
-    // Sliding: once the first of the three leaves the minute, one more is admitted.
-    h.clock.advance(38_000);
-    expect((await ask("reader@example.com")).status).toBe(200);
-    expect((await ask("reader@example.com")).status).toBe(429);
-    // Another address is not held back by this one.
+    // Delivery keeps the address as given: the count folds it, the mail does not.
+    expect(mailedTo("reader+news@example.com")).toBe(1);
+    expect(
+      mailedTo("reader@example.com") + mailedTo("reader+news@example.com") + mailedTo("reader+2@example.com"),
+    ).toBe(3);
+    // The next window admits again; another address was never held back.
     expect((await ask("other@example.com")).status).toBe(200);
+    h.clock.advance(578_000);
+    expect((await ask("reader@example.com")).status).toBe(200);
+  });
+
+  it("sends at most the mailbox's budget when 20 requests for one address race", async () => {
+    nextHour();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => ask(`race+${i}@example.com`)));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(17);
+    const queued = rowsOf<{ n: number }>(
+      await db.db.execute(sql`select count(*)::int as n from mail_outbox where recipient like 'race+%'`),
+    )[0]!.n;
+    expect(queued).toBe(3);
+    const links = rowsOf<{ n: number }>(
+      await db.db.execute(sql`select count(*)::int as n from magic_links where email like 'race+%'`),
+    )[0]!.n;
+    expect(links).toBe(3);
   });
 
   it("answers known and unknown addresses alike, limited or not", async () => {
-    nextWindow();
+    nextHour();
     const answers = async (email: string) => {
       const out: string[] = [];
       for (let i = 0; i < 4; i++) {
@@ -82,8 +103,10 @@ describe.each(storeKinds)("sign-in mail is rate limited (%s store)", (kind: Stor
     expect(await answers("known@example.com")).toEqual(await answers("nobody-yet@example.com"));
   });
 
-  it("admits 20 links per client address per 10 minutes, over a real socket", async () => {
-    nextWindow();
+  it("admits 60 links per client address per hour, over a real socket", async () => {
+    nextHour();
+    const perClient = MAIL_BUDGETS.sign_in.find((r) => r.scope === "client")!.limit;
+    expect(perClient).toBe(60);
     const server = h.app.listen({ port: 0, hostname: "127.0.0.1" }).server!;
     try {
       const post = (email: string) =>
@@ -92,13 +115,13 @@ describe.each(storeKinds)("sign-in mail is rate limited (%s store)", (kind: Stor
           headers: { "x-svc-site-id": "news", "content-type": "application/json" },
           body: JSON.stringify({ email }),
         });
-      for (let i = 0; i < SIGN_IN_MAIL_LIMITS.perClient.limit; i++) {
+      for (let i = 0; i < perClient; i++) {
         expect((await post(`client-${i}@example.com`)).status).toBe(200);
       }
       const before = await stored();
       const refused = await post("client-last@example.com");
       expect(refused.status).toBe(429);
-      expect(Number(refused.headers.get("retry-after"))).toBe(600);
+      expect(Number(refused.headers.get("retry-after"))).toBe(3600);
       expect((await refused.json()).error.code).toBe("rate_limited");
       expect(await stored()).toEqual(before);
       expect(mailedTo("client-last@example.com")).toBe(0);
@@ -109,64 +132,64 @@ describe.each(storeKinds)("sign-in mail is rate limited (%s store)", (kind: Stor
     }
   });
 
-  it("holds a site to its own ceiling whatever the addresses and clients", async () => {
-    nextWindow();
-    const small = new SignInMailLimits({
-      perAddress: { limit: 3, windowMs: 60_000 },
-      perClient: { limit: 1_000, windowMs: 600_000 },
-      perSite: { limit: 5, windowMs: 600_000 },
-    });
-    Object.assign(h.deps.identityDeps, { signInMail: small });
-    try {
-      for (let i = 0; i < 5; i++) expect((await ask(`site-${i}@example.com`)).status).toBe(200);
-      const before = await stored();
-      const refused = await ask("site-5@example.com");
-      expect(refused.status).toBe(429);
-      expect(refused.headers.get("retry-after")).toBe("600");
-      expect(await stored()).toEqual(before);
-      expect(mailedTo("site-5@example.com")).toBe(0);
-      // Another site of the tenant has its own ceiling.
-      expect((await ask("site-5@example.com", "sport")).status).toBe(200);
-    } finally {
-      Object.assign(h.deps.identityDeps, { signInMail: undefined });
+  it("lets a new client sign in after many clients spent their own budgets (no site-wide door)", async () => {
+    nextHour();
+    const site = h.deps.registry.site("default", "news")!;
+    const signIn = (email: string, client: string) =>
+      signInWithMagicLink(h.deps.identityDeps, { site, email, client, linkBase: () => "https://news.example/v1" });
+    // 12 clients x 60 mails: more than the 500 per 10 minutes that used to close the site.
+    for (let c = 0; c < 12; c++) {
+      for (let i = 0; i < 60; i++) await signIn(`crowd-${c}-${i}@example.com`, `10.9.0.${c}`);
+      const over = await signIn(`crowd-${c}-over@example.com`, `10.9.0.${c}`).catch((error: unknown) => error);
+      expect(over).toMatchObject({ code: "rate_limited" });
     }
-  });
+    expect(await signIn("newcomer@example.com", "10.9.1.1")).toEqual({ success: true });
+    expect((await ask("newcomer-2@example.com")).status).toBe(200);
+  }, 60_000);
 });
 
-describe("SignInMailLimits on its own", () => {
-  const caller = (address: string, client = "1.2.3.4", siteId = "news") => ({
-    tenantId: "t",
-    siteId,
-    address,
-    client,
-  });
+/** Budgets with a small site ceiling, to reach it. */
+const SMALL_SITE: MailBudgetRules = {
+  ...MAIL_BUDGETS,
+  sign_in: [
+    { scope: "mailbox", limit: 3, windowMs: 10 * MINUTE },
+    { scope: "client", limit: 1_000, windowMs: HOUR },
+    { scope: "site", limit: 5, windowMs: HOUR, warnAt: 4 },
+  ],
+};
 
-  it("refuses without spending: a refused address does not use up the client's or site's quota", () => {
-    const limits = new SignInMailLimits({
-      perAddress: { limit: 1, windowMs: 60_000 },
-      perClient: { limit: 2, windowMs: 60_000 },
-      perSite: { limit: 100, windowMs: 60_000 },
-    });
-    expect(limits.take(caller("a"), 0)).toBe(0);
-    for (let i = 0; i < 10; i++) expect(limits.take(caller("a"), 1_000)).toBe(59);
-    expect(limits.take(caller("b"), 1_000)).toBe(0);
-    expect(limits.take(caller("c"), 1_000)).toBe(59);
-  });
+describe.each(storeKinds)("the site's mail ceiling (%s store)", (kind: StoreKind) => {
+  let h: Harness;
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
 
-  it("is exact over any window (no double burst across a window's edge)", () => {
-    const limits = new SignInMailLimits();
-    const t0 = 59_000;
-    for (let i = 0; i < 3; i++) expect(limits.take(caller("x"), t0 + i)).toBe(0);
-    // A fixed one-minute window would start afresh at 60,000 and admit three more.
-    expect(limits.take(caller("x"), 60_500)).toBeGreaterThan(0);
-    expect(limits.take(caller("x"), t0 + 60_000)).toBe(0);
-  });
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+    h = await startHarness(db, { mailTransport: { kind: "log", send: async () => {} }, mailBudgets: SMALL_SITE });
+    await seedSite(h, "news", basicDocument());
+    await seedSite(h, "sport", basicDocument());
+  }, 60_000);
+  afterAll(async () => {
+    await h.stop();
+    await db.drop();
+  }, 60_000);
 
-  it("forgets keys whose admissions left the window, so memory follows what was admitted", () => {
-    const limits = new SignInMailLimits();
-    for (let i = 0; i < 300; i++) limits.take(caller(`a${i}`, `10.0.${i >> 8}.${i & 255}`), i);
-    expect(limits.heldKeys()).toBe(300 + 300 + 1);
-    limits.sweep(10 * 60_000 + 300);
-    expect(limits.heldKeys()).toBe(0);
+  const ask = (email: string, site = "news") =>
+    h.request("POST", "/v1/id/sign-in/magic-link", { headers: { "x-svc-site-id": site }, body: { email } });
+  const warnings = () => h.logger.lines.filter((l) => l.includes("mail budget nearly spent"));
+
+  it("warns the operator in the log and on /metrics before it refuses, and only then refuses", async () => {
+    for (let i = 0; i < 3; i++) expect((await ask(`site-${i}@example.com`)).status).toBe(200);
+    expect(warnings()).toHaveLength(0);
+    expect((await ask("site-3@example.com")).status).toBe(200);
+    expect(warnings()).toHaveLength(1);
+    expect(JSON.parse(warnings()[0]!)).toMatchObject({ level: "warn", kind: "sign_in", scope: "site", limit: 5 });
+    expect((await ask("site-4@example.com")).status).toBe(200);
+    const refused = await ask("site-5@example.com");
+    expect(refused.status).toBe(429);
+    // Another site of the tenant has its own ceiling.
+    expect((await ask("site-5@example.com", "sport")).status).toBe(200);
+    const metrics = await (await h.admin("GET", "/metrics")).text();
+    expect(metrics).toContain('svc_mail_budget_warnings_total{kind="sign_in",scope="site"} 1');
+    expect(metrics).toContain('svc_mail_budget_refused_total{kind="sign_in",scope="site"} 1');
   });
 });
