@@ -8,6 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { type DataFolderLock, lockDataFolder } from "./data-folder-lock";
 import { PGliteThread } from "./pglite-thread";
 import { privateFolder, privateTree } from "./private-files";
 import * as schema from "./schema";
@@ -63,21 +64,33 @@ export async function openDatabase(options: {
   }
   const dir = options.dataDir ?? ":memory:";
   let folder: string | null = null;
+  let lock: DataFolderLock | null = null;
   if (dir !== ":memory:") {
     privateFolder(dir);
+    // Held while the store is open: a second process on this folder is refused here.
+    lock = lockDataFolder(dir);
     folder = join(dir, "pg");
-    if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
-    // The store's files are never anyone else's (also narrows a folder made before this was kept).
-    privateTree(folder);
   }
-  // PGlite runs in its own thread: its work never blocks the thread that serves requests.
-  const client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+  let client: PGliteThread;
+  try {
+    if (folder !== null) {
+      if (!existsSync(join(folder, "PG_VERSION"))) await initDataFolder(folder);
+      // The store's files are never anyone else's (also narrows a folder made before this was kept).
+      privateTree(folder);
+    }
+    // PGlite runs in its own thread: its work never blocks the thread that serves requests.
+    client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   // drizzle's PGlite driver calls only `query` and `transaction`, which PGliteThread provides.
   const db = drizzlePglite({ client: client as unknown as PGlite, schema, casing: "snake_case" });
   try {
     await migratePglite(db, { migrationsFolder });
   } catch (error) {
     await client.close();
+    lock?.release();
     throw error;
   }
   return {
@@ -85,9 +98,13 @@ export async function openDatabase(options: {
     kind: "embedded",
     listen: async () => null,
     async close() {
-      await client.close();
-      // Files made while running (relation caches, WAL segments) by PGlite's chmod: narrowed too.
-      if (folder !== null) privateTree(folder);
+      try {
+        await client.close();
+        // Files made while running (relation caches, WAL segments) by PGlite's chmod: narrowed too.
+        if (folder !== null) privateTree(folder);
+      } finally {
+        lock?.release();
+      }
     },
   };
 }
