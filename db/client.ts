@@ -21,6 +21,8 @@ export interface Database {
   readonly kind: "embedded" | "server";
   /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
   listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
+  /** The embedded store's data folder as PGlite's gzipped tarball (consistent); null on a server (pg_dump). */
+  dump(): Promise<Uint8Array | null>;
   close(): Promise<void>;
 }
 
@@ -59,6 +61,7 @@ export async function openDatabase(options: {
         const sub = await client.listen(channel, () => onNotify());
         return { unlisten: () => sub.unlisten() };
       },
+      dump: async () => null,
       close: () => client.end({ timeout: 5 }),
     };
   }
@@ -97,6 +100,7 @@ export async function openDatabase(options: {
     db: db as unknown as Db,
     kind: "embedded",
     listen: async () => null,
+    dump: () => client.dump(),
     async close() {
       try {
         await client.close();

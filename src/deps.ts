@@ -29,12 +29,14 @@ import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
 import { SealedText } from "./mail/sealed-text";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
+import { StoreSizes } from "./ops/store-sizes";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
 import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
+import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
@@ -85,6 +87,10 @@ export interface Deps {
   readonly services: ServiceConfigs;
   /** The durable job queue (src/jobs): CMS re-reads now, vendor sync later. Never on the request path. */
   readonly jobs: JobQueue;
+  /** Sweeps ended data off the request path, through the job queue (src/retention). */
+  readonly retention: RetentionSweeper;
+  /** The store's size per table, read from the catalog and cached (/metrics, `svc db stats`). */
+  readonly storeSizes: StoreSizes;
   /** The operator actions' audit log (src/audit). */
   readonly audit: AuditStore;
   /** Console users, sign-in links and sessions (src/console). */
@@ -268,6 +274,15 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     interventions,
     impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
     jobs,
+    retention: new RetentionSweeper({
+      db: database.db,
+      jobs,
+      settings: config.retention,
+      now,
+      logger,
+      vacuum: database.kind === "embedded",
+    }),
+    storeSizes: new StoreSizes(database.db, now),
     audit: new DrizzleAuditStore(database.db),
     consoleStore: new DrizzleConsoleStore(database.db),
     recommendations,
@@ -326,6 +341,7 @@ export async function startDeps(deps: Deps): Promise<void> {
   deps.flusher.start();
   deps.outbox.start();
   deps.jobs.start();
+  deps.retention.start();
   deps.lifecycle.started = true;
 }
 
@@ -336,6 +352,7 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.flusher.stop();
   if (deps.keyedDecideRate instanceof QuotaLeases) await deps.keyedDecideRate.stop();
   await deps.outbox.stop();
+  deps.retention.stop();
   await deps.jobs.stop();
   await deps.changes.stop();
   await deps.flusher.flushAll();

@@ -9,6 +9,7 @@ import { withinDeadline } from "../infra/deadline";
 import type { Buckets } from "../infra/histogram";
 import type { JobQueue } from "../jobs/queue";
 import type { Outbox } from "../mail/outbox";
+import type { StoreSizes, StoreSizesSnapshot } from "./store-sizes";
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -68,6 +69,7 @@ export interface MetricsDeps {
   readonly keyedDecideRate: KeyedRate;
   readonly outbox: Outbox;
   readonly jobs: JobQueue;
+  readonly storeSizes: StoreSizes;
 }
 
 /** The registry /metrics serves: every value is read from the running service at scrape time. */
@@ -232,6 +234,36 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
           return [];
         }
       },
+    ),
+  );
+  // Read from the catalog at most every 30 s (src/ops/store-sizes.ts); absent when the store did not answer in time.
+  const sizes = async (pick: (s: StoreSizesSnapshot) => Sample[]): Promise<Sample[]> => {
+    try {
+      return pick(await withinDeadline(deps.storeSizes.read(), deps.config.readDeadlineMs));
+    } catch {
+      return [];
+    }
+  };
+  add(
+    new Scraped("svc_store_database_bytes", "Size of the database on disk (pg_database_size).", "gauge", () =>
+      sizes((s) => [{ labels: {}, value: s.databaseBytes }]),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_store_table_rows",
+      "Rows per table, Postgres' estimate (pg_class.reltuples); absent for a table never vacuumed or analysed.",
+      "gauge",
+      () =>
+        sizes((s) => s.tables.flatMap((t) => (t.rows === null ? [] : [{ labels: { table: t.table }, value: t.rows }]))),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_store_table_bytes",
+      "Bytes per table with its indexes and TOAST (pg_total_relation_size).",
+      "gauge",
+      () => sizes((s) => s.tables.map((t) => ({ labels: { table: t.table }, value: t.bytes }))),
     ),
   );
   return registry;
