@@ -96,6 +96,8 @@ export interface RetentionSettings {
   readonly checkoutEventDays: number;
   /** The audit log, identity conflicts, dead jobs and recommendation usage. */
   readonly auditDays: number;
+  /** Document versions kept per site besides the live and staged ones (the newest). */
+  readonly documentVersions: number;
 }
 
 export class ConfigError extends Error {
@@ -237,6 +239,7 @@ function retentionSettings(env: Env): RetentionSettings {
     mailDays: intVar(env, "SVC_RETAIN_MAIL_DAYS", 7, 0, 3650),
     checkoutEventDays,
     auditDays: intVar(env, "SVC_RETAIN_AUDIT_DAYS", 365, 1, 36500),
+    documentVersions: intVar(env, "SVC_RETAIN_DOCUMENT_VERSIONS", 200, 1, 1_000_000),
   });
 }
 

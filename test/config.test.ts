@@ -28,6 +28,7 @@ describe("configuration", () => {
       mailDays: 7,
       checkoutEventDays: 7,
       auditDays: 365,
+      documentVersions: 200,
     });
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_WORKERS: "4", DATABASE_URL: "postgres://x@127.0.0.1/db" }).workers).toBe(
       4,
@@ -73,6 +74,7 @@ describe("configuration", () => {
     ["SVC_RETAIN_MAIL_DAYS", "1.5"],
     ["SVC_RETAIN_CHECKOUT_EVENTS_DAYS", "3"],
     ["SVC_RETAIN_AUDIT_DAYS", "0"],
+    ["SVC_RETAIN_DOCUMENT_VERSIONS", "0"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

@@ -75,6 +75,14 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
     table: "mail_outbox",
     where: (s, now) => sql`status in ('sent', 'failed') and created_at < ${before(now - s.mailDays * DAY_MS)}`,
   },
+  {
+    table: "site_documents",
+    // The live and staged versions always stay, and the newest `documentVersions` for rollback.
+    where: (s) => sql`version <= (select max(d.version) from site_documents d
+        where d.tenant_id = site_documents.tenant_id and d.site_id = site_documents.site_id) - ${s.documentVersions}
+      and not exists (select 1 from sites x where x.tenant_id = site_documents.tenant_id and x.id = site_documents.site_id
+        and (x.live_version = site_documents.version or x.preview_version = site_documents.version))`,
+  },
   { table: "audit_log", where: (s, now) => sql`at < ${before(now - s.auditDays * DAY_MS)}` },
   { table: "identity_conflicts", where: (s, now) => sql`created_at < ${before(now - s.auditDays * DAY_MS)}` },
   { table: "jobs", where: (s, now) => sql`state = 'dead' and run_at < ${before(now - s.auditDays * DAY_MS)}` },

@@ -123,7 +123,11 @@ export class RetentionSweeper {
       await this.deps.db.execute(sql`vacuum (analyze) ${sql.identifier(table)}`);
       await yieldTurn();
     }
-    if (all) this.vacuumedAllAt = now;
+    // Single-user Postgres has no checkpointer either: without one, WAL segments only accumulate.
+    if (all) {
+      await this.deps.db.execute(sql`checkpoint`);
+      this.vacuumedAllAt = now;
+    }
   }
 }
 

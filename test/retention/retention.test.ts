@@ -302,6 +302,34 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
     );
   });
 
+  it("keeps a site's live and staged documents and its newest versions, and sweeps older ones", async () => {
+    await db.db.insert(s.tenants).values({ id: "docs" });
+    await db.db.insert(s.sites).values({ tenantId: "docs", id: "news", liveVersion: 2, previewVersion: 6 });
+    for (let version = 1; version <= 6; version++) {
+      await db.db.insert(s.siteDocuments).values({
+        tenantId: "docs",
+        siteId: "news",
+        version,
+        stage: version === 6 ? "preview" : "live",
+        document: {},
+      });
+    }
+    await new RetentionSweeper({
+      db: db.db,
+      jobs: { register: () => {}, enqueue: async () => {} },
+      settings: { ...settings, documentVersions: 3 },
+      now: clock.now,
+      logger: memoryLogger(),
+      vacuum: false,
+    }).sweep(NOW);
+    expect(await left(sql`select version::text as k from site_documents where tenant_id = 'docs'`)).toEqual([
+      "2",
+      "4",
+      "5",
+      "6",
+    ]);
+  });
+
   it("runs as a job of the queue, owed by the timer", async () => {
     await db.db
       .insert(s.auditLog)
