@@ -281,6 +281,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       now,
       logger,
       vacuum: database.kind === "embedded",
+      meterRetention: (tenantId, siteId, meter) =>
+        registry.site(tenantId, siteId)?.live?.document.meters?.[meter]?.retainDays,
     }),
     storeSizes: new StoreSizes(database.db, now),
     audit: new DrizzleAuditStore(database.db),

@@ -110,19 +110,28 @@ export async function sweepBatch(
   return rowsOf(result).length;
 }
 
+/** A meter's own retention in days (its document's `retainDays`), or undefined for the global setting. */
+export type MeterRetention = (tenantId: string, siteId: string, meter: string) => number | undefined;
+
 /**
- * Meter periods that ended `meterDays` ago everywhere: their meter_seen and meter_counts rows go a
- * batch at a time, then their meter_keys row. Returns the rows deleted by this call (at most about
- * one batch), 0 once nothing of an ended period is left.
+ * Meter periods that ended their meter's retention days ago everywhere (`retainDays` in the live
+ * document, else `meterDays`): their meter_seen and meter_counts rows go a batch at a time, then
+ * their meter_keys row. Returns the rows deleted by this call (at most about one batch), 0 once
+ * nothing of an ended period is left.
  */
-export async function sweepMeterPeriods(db: Db, settings: RetentionSettings, now: number): Promise<number> {
-  const keys = rowsOf<{ id: number; period: string }>(
-    await db.execute(sql`select id, period from meter_keys where period <> 'all'`),
+export async function sweepMeterPeriods(
+  db: Db,
+  settings: RetentionSettings,
+  now: number,
+  retentionOf: MeterRetention = () => undefined,
+): Promise<number> {
+  const keys = rowsOf<{ id: number; tenant_id: string; site_id: string; meter: string; period: string }>(
+    await db.execute(sql`select id, tenant_id, site_id, meter, period from meter_keys where period <> 'all'`),
   );
-  const cutoff = now - settings.meterDays * DAY_MS;
   for (const key of keys) {
     const end = periodEndBound(key.period);
-    if (end === null || end > cutoff) continue;
+    const days = retentionOf(key.tenant_id, key.site_id, key.meter) ?? settings.meterDays;
+    if (end === null || end > now - days * DAY_MS) continue;
     let gone = 0;
     for (const table of ["meter_seen", "meter_counts"]) {
       const t = sql.identifier(table);

@@ -3,7 +3,7 @@ import { type Db, rowsOf } from "../../db/client";
 import type { RetentionSettings } from "../config";
 import type { JobHandler, KindOptions } from "../jobs/queue";
 import type { Logger } from "../logger";
-import { RETENTION_RULES, sweepBatch, sweepMeterPeriods } from "./rules";
+import { type MeterRetention, RETENTION_RULES, sweepBatch, sweepMeterPeriods } from "./rules";
 
 export const RETENTION_JOB = "retention.sweep";
 
@@ -25,6 +25,8 @@ export interface RetentionDeps {
    * estimates (`pg_class.reltuples`, read by /metrics) stay unknown.
    */
   readonly vacuum: boolean;
+  /** A meter's own `retainDays` from its site's live document (absent: `settings.meterDays`). */
+  readonly meterRetention?: MeterRetention;
 }
 
 /** On the embedded store, every table is vacuumed and analysed at most this often (swept ones each run). */
@@ -97,7 +99,7 @@ export class RetentionSweeper {
       }
     }
     while (budget-- > 0) {
-      const n = await sweepMeterPeriods(db, settings, now);
+      const n = await sweepMeterPeriods(db, settings, now, this.deps.meterRetention);
       if (n === 0) break;
       add("meter_periods", n);
       await yieldTurn();

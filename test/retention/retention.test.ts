@@ -274,8 +274,8 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
           sql`insert into meter_keys (tenant_id, site_id, meter, period) values ('t', 's', 'paywall', ${period}) returning id`,
         ),
       )[0]!.id;
-    // March 2027 is current; February ended on the 1st, 14 days ago; the week of 8 March ended
-    // 14 March (UTC+14 at the latest), a day ago: within the 7 days of grace.
+    // March 2027 is current; February ended on the 1st, 14 days ago; the week of 8 March has not
+    // ended everywhere yet (15 March, 14:00 UTC): its rows stay.
     const ids = {
       old: await key("2027-02"),
       current: await key("2027-03"),
@@ -299,6 +299,34 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
     ).toEqual(kept.sort());
     expect(await left(sql`select period as k from meter_keys where meter = 'paywall'`)).toEqual(
       ["2027-03", "2027-W10", "all"].sort(),
+    );
+  });
+
+  it("keeps a meter's past periods as long as its own retainDays says, longer or shorter than the default", async () => {
+    const key = async (meter: string, period: string) =>
+      rowsOf<{ id: number }>(
+        await db.db.execute(
+          sql`insert into meter_keys (tenant_id, site_id, meter, period) values ('t', 'own', ${meter}, ${period}) returning id`,
+        ),
+      )[0]!.id;
+    // February ended 14 days ago: kept by a 60-day meter. The week of 1 March ended everywhere
+    // a week ago less two hours: within the default 7 days, swept by a 0-day meter.
+    const long = await key("archive", "2027-02");
+    const short = await key("weekly", "2027-W09");
+    for (const id of [long, short]) await db.db.insert(s.meterCounts).values({ meterId: id, subject: "r1", count: 1 });
+    await new RetentionSweeper({
+      db: db.db,
+      jobs: { register: () => {}, enqueue: async () => {} },
+      settings,
+      now: clock.now,
+      logger: memoryLogger(),
+      vacuum: false,
+      meterRetention: (tenantId, siteId, meter) =>
+        tenantId === "t" && siteId === "own" ? { archive: 60, weekly: 0 }[meter] : undefined,
+    }).sweep(NOW);
+    expect(await left(sql`select meter as k from meter_keys where site_id = 'own'`)).toEqual(["archive"]);
+    expect(await left(sql`select meter_id::text as k from meter_counts where meter_id in (${long}, ${short})`)).toEqual(
+      [String(long)],
     );
   });
 
