@@ -79,7 +79,7 @@ let nextReader = 0;
 const readers: number[] = Array.from({ length: READERS }, () => nextReader++);
 const signedIn = new Set<string>();
 
-async function day(d: number): Promise<void> {
+async function day(): Promise<void> {
   // Churn: some readers leave, as many new ones arrive.
   for (let i = 0; i < READERS * CHURN; i++) readers[Math.floor(Math.random() * READERS)] = nextReader++;
   for (const reader of readers) {
@@ -102,7 +102,8 @@ async function day(d: number): Promise<void> {
   }
   const windowEnd = new Date(now).toISOString();
   const rows = [...signedIn].map((user_id) => ({ user_id, window_end: windowEnd, score: Math.random() }));
-  await call("/v1/streaming/engagement", { rows }, { authorization: `Bearer ${streamingKey.key}` });
+  const streamed = await call("/v1/streaming/engagement", { rows }, { authorization: `Bearer ${streamingKey.key}` });
+  if (streamed.status !== 200) throw new Error(`streaming answered ${streamed.status}: ${await streamed.text()}`);
   const deployed = await app.handle(
     new Request("http://127.0.0.1/admin/tenants/default/sites/demo/deploy", {
       method: "POST",
@@ -114,7 +115,6 @@ async function day(d: number): Promise<void> {
   await deps.flusher.flushAll();
   now += DAY;
   await deps.retention.sweep(now);
-  void d;
 }
 
 function folderBytes(path: string): number {
@@ -143,7 +143,7 @@ const weeks: {
 }[] = [];
 const t0 = performance.now();
 for (let week = 1; week <= WEEKS; week++) {
-  for (let d = 0; d < 7; d++) await day((week - 1) * 7 + d);
+  for (let d = 0; d < 7; d++) await day();
   const [size] = rowsOf<{ bytes: number | string }>(
     await deps.database.db.execute(sql`select pg_database_size(current_database())::float8 as bytes`),
   );
