@@ -64,7 +64,10 @@ The cluster scenario (one server process, then two) needs a Postgres server: it 
 DATABASE_URL, and not in smoke runs. Neither does the scaling scenario (CPU per request with 24
 and 2,000 features defined, 10,000 and 1,000,000 readers known; 100,000 in quick runs).
 
-DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).`;
+DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).
+
+The soak scenario (stored size over simulated months, clock injected, one process) runs on its
+own: npm run bench:soak -- [--weeks 13] [--readers 1000] (bench/soak.ts, docs/performance.md).`;
 
 export function parseArgs(argv: readonly string[], env: Record<string, string | undefined>): BenchConfig {
   let mode: Mode = "full";

@@ -9,6 +9,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { type DataFolderLock, lockDataFolder } from "./data-folder-lock";
 import { PGliteThread } from "./pglite-thread";
 import { privateFolder, privateTree } from "./private-files";
 import * as schema from "./schema";
@@ -21,6 +22,8 @@ export interface Database {
   readonly kind: "embedded" | "server";
   /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
   listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
+  /** The embedded store's data folder as PGlite's gzipped tarball (consistent); null on a server (pg_dump). */
+  dump(): Promise<Uint8Array | null>;
   close(): Promise<void>;
 }
 
@@ -63,23 +66,35 @@ export async function openDatabase(options: {
         const sub = await client.listen(channel, () => onNotify());
         return { unlisten: () => sub.unlisten() };
       },
+      dump: async () => null,
       close: () => client.end({ timeout: 5 }),
     };
   }
   const dir = options.dataDir ?? ":memory:";
   let folder: string | null = null;
+  let lock: DataFolderLock | null = null;
   if (dir !== ":memory:") {
     privateFolder(dir);
+    // Held while the store is open: a second process on this folder is refused here.
+    lock = lockDataFolder(dir);
     folder = join(dir, "pg");
-    if (!existsSync(join(folder, "PG_VERSION"))) {
-      progress("first start: creating the embedded database (takes a few seconds)", { folder });
-      await initDataFolder(folder);
-    }
-    // The store's files are never anyone else's (also narrows a folder made before this was kept).
-    privateTree(folder);
   }
-  // PGlite runs in its own thread: its work never blocks the thread that serves requests.
-  const client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+  let client: PGliteThread;
+  try {
+    if (folder !== null) {
+      if (!existsSync(join(folder, "PG_VERSION"))) {
+        progress("first start: creating the embedded database (takes a few seconds)", { folder });
+        await initDataFolder(folder);
+      }
+      // The store's files are never anyone else's (also narrows a folder made before this was kept).
+      privateTree(folder);
+    }
+    // PGlite runs in its own thread: its work never blocks the thread that serves requests.
+    client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   // drizzle's PGlite driver calls only `query` and `transaction`, which PGliteThread provides.
   const db = drizzlePglite({ client: client as unknown as PGlite, schema, casing: "snake_case" });
   try {
@@ -87,16 +102,22 @@ export async function openDatabase(options: {
     await migratePglite(db, { migrationsFolder });
   } catch (error) {
     await client.close();
+    lock?.release();
     throw error;
   }
   return {
     db: db as unknown as Db,
     kind: "embedded",
     listen: async () => null,
+    dump: () => client.dump(),
     async close() {
-      await client.close();
-      // Files made while running (relation caches, WAL segments) by PGlite's chmod: narrowed too.
-      if (folder !== null) privateTree(folder);
+      try {
+        await client.close();
+        // Files made while running (relation caches, WAL segments) by PGlite's chmod: narrowed too.
+        if (folder !== null) privateTree(folder);
+      } finally {
+        lock?.release();
+      }
     },
   };
 }

@@ -11,12 +11,13 @@
 type Request =
   | { op: "open"; folder: string | null; settings: string[] }
   | { op: "query"; sql: string; params: unknown[] | string; rowMode: "array" | "object" }
+  | { op: "dump" }
   | { op: "close" };
 
 export type ThreadRequest = Request & { id: number };
 
 export type ThreadReply =
-  | { id: number; ok: true; result: QueryResult | null }
+  | { id: number; ok: true; result: QueryResult | null; bytes?: Uint8Array }
   | { id: number; ok: false; message: string; fields: Record<string, string> };
 
 export interface QueryResult {
@@ -44,6 +45,8 @@ export class PGliteThread {
   /** Settles when the statement or transaction ahead of the next one is done. */
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** The bytes of the dump being answered (set by `settle`). */
+  private dumped: Uint8Array | null = null;
 
   private constructor() {
     this.worker = new Worker(new URL("./pglite-worker.ts", import.meta.url).href);
@@ -87,6 +90,22 @@ export class PGliteThread {
     });
   }
 
+  /**
+   * PGlite's own dump of the data folder (a gzipped tarball, `dumpDataDir`), taken between two
+   * statements: it waits for what is queued before it (a transaction included) and holds what
+   * comes after, so the copy is consistent.
+   */
+  dump(): Promise<Uint8Array> {
+    return this.exclusive(async () => {
+      this.dumped = null;
+      await this.send({ op: "dump" });
+      const bytes = this.dumped as Uint8Array | null;
+      if (bytes === null) throw new Error("the embedded database answered no dump");
+      this.dumped = null;
+      return bytes;
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     try {
@@ -125,6 +144,7 @@ export class PGliteThread {
     const waiter = this.waiting.get(reply.id);
     if (waiter === undefined) return;
     this.waiting.delete(reply.id);
+    if (reply.ok && reply.bytes !== undefined) this.dumped = reply.bytes;
     if (reply.ok) waiter.resolve(reply.result);
     else waiter.reject(Object.assign(new Error(reply.message), reply.fields));
   }

@@ -104,6 +104,15 @@ self.onmessage = async (event: MessageEvent<ThreadRequest>) => {
         collectNowAndThen(typeof request.params === "string" ? request.params.length : 0, r.rows.length);
         return;
       }
+      case "dump": {
+        if (client === null) throw new Error("the embedded database is not open");
+        // A CHECKPOINT first, so the copied files hold everything committed (not only the WAL).
+        await client.query("checkpoint");
+        const blob = await client.dumpDataDir("gzip");
+        const bytes = new Uint8Array(await blob.arrayBuffer());
+        self.postMessage({ id: request.id, ok: true, result: null, bytes } satisfies ThreadReply, [bytes.buffer]);
+        return;
+      }
       case "close": {
         await client?.close();
         client = null;

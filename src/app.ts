@@ -35,6 +35,7 @@ import { AppError, errorBody } from "./infra/errors";
 import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
 import { ofrepRoutes } from "./ofrep/routes";
+import { adminStoreRoutes } from "./ops/admin-routes";
 import { opsRoutes } from "./ops/routes";
 import { adminOrgRoutes } from "./orgs/admin-routes";
 import { orgRoutes } from "./orgs/routes";
@@ -93,6 +94,7 @@ export function createApp(deps: Deps) {
         adminRecommendationRoutes(deps),
         adminAuditRoutes(deps),
         adminConsoleUserRoutes(deps),
+        adminStoreRoutes(deps),
       ]),
     )
     .use(upstreamPushRoutes(deps))

@@ -80,6 +80,30 @@ export interface Config {
    * CIDR ranges, `loopback`, `linklocal`, `uniquelocal`; none by default). src/http/client-address.ts.
    */
   readonly trustedProxies: readonly string[];
+  /** How long ended data is kept before the sweeper removes it (docs/operations.md, "Retention"). */
+  readonly retention: RetentionSettings;
+}
+
+/** Retention settings (SVC_RETAIN_*, SVC_RETENTION_*); every period is counted from when the data ended. */
+export interface RetentionSettings {
+  /** How often a sweep is owed (ms); 0: never (the operator sweeps some other way). */
+  readonly intervalMs: number;
+  /** Rows one statement deletes: small, so no sweep statement holds the store for long. */
+  readonly batch: number;
+  /** change_log rows older than this (minutes) have been read by every running process. */
+  readonly changeLogMinutes: number;
+  /** meter_counts/meter_seen rows of a period this many days after it ended everywhere. */
+  readonly meterDays: number;
+  /** Expired sessions, links, tokens, invitations, confirmations, grants and gift links. */
+  readonly expiredDays: number;
+  /** Sent and failed mail in mail_outbox, by when it was queued. */
+  readonly mailDays: number;
+  /** Checkout events (the provider's retry window, 3 days at Stripe, plus a margin). */
+  readonly checkoutEventDays: number;
+  /** The audit log, identity conflicts, dead jobs and recommendation usage. */
+  readonly auditDays: number;
+  /** Document versions kept per site besides the live and staged ones (the newest). */
+  readonly documentVersions: number;
 }
 
 export class ConfigError extends Error {
@@ -202,6 +226,27 @@ export function loadConfig(env: Env = process.env): Config {
     readyFlushIntervals: intVar(env, "SVC_READY_FLUSH_INTERVALS", 20, 1, 100_000),
     workers,
     trustedProxies: trustedProxies(env),
+    retention: retentionSettings(env),
+  });
+}
+
+function retentionSettings(env: Env): RetentionSettings {
+  const checkoutEventDays = intVar(env, "SVC_RETAIN_CHECKOUT_EVENTS_DAYS", 7, 1, 3650);
+  if (checkoutEventDays < 4) {
+    // A replayed or retried event must still find its record: Stripe retries for 3 days.
+    throw new ConfigError("SVC_RETAIN_CHECKOUT_EVENTS_DAYS", "must be at least 4 (Stripe retries events for 3 days)");
+  }
+  return Object.freeze({
+    intervalMs: intVar(env, "SVC_RETENTION_INTERVAL_MS", 10 * 60_000, 0, 86_400_000),
+    batch: intVar(env, "SVC_RETENTION_BATCH", 500, 1, 100_000),
+    // Every process reads the log each second (server) or applies its own changes (embedded).
+    changeLogMinutes: intVar(env, "SVC_RETAIN_CHANGE_LOG_MINUTES", 60, 5, 525_600),
+    meterDays: intVar(env, "SVC_RETAIN_METER_DAYS", 7, 0, 3650),
+    expiredDays: intVar(env, "SVC_RETAIN_EXPIRED_DAYS", 7, 0, 3650),
+    mailDays: intVar(env, "SVC_RETAIN_MAIL_DAYS", 7, 0, 3650),
+    checkoutEventDays,
+    auditDays: intVar(env, "SVC_RETAIN_AUDIT_DAYS", 365, 1, 36500),
+    documentVersions: intVar(env, "SVC_RETAIN_DOCUMENT_VERSIONS", 200, 1, 1_000_000),
   });
 }
 

@@ -33,12 +33,14 @@ import type { MailBudgetRules } from "./mail-budget/budgets";
 import { MailBudget } from "./mail-budget/mail-budget";
 import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
+import { StoreSizes } from "./ops/store-sizes";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
 import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
+import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
@@ -93,6 +95,10 @@ export interface Deps {
   readonly services: ServiceConfigs;
   /** The durable job queue (src/jobs): CMS re-reads now, vendor sync later. Never on the request path. */
   readonly jobs: JobQueue;
+  /** Sweeps ended data off the request path, through the job queue (src/retention). */
+  readonly retention: RetentionSweeper;
+  /** The store's size per table, read from the catalog and cached (/metrics, `svc db stats`). */
+  readonly storeSizes: StoreSizes;
   /** The operator actions' audit log (src/audit). */
   readonly audit: AuditStore;
   /** Console users, sign-in links and sessions (src/console). */
@@ -285,6 +291,17 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     interventions,
     impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
     jobs,
+    retention: new RetentionSweeper({
+      db: database.db,
+      jobs,
+      settings: config.retention,
+      now,
+      logger,
+      vacuum: database.kind === "embedded",
+      meterRetention: (tenantId, siteId, meter) =>
+        registry.site(tenantId, siteId)?.live?.document.meters?.[meter]?.retainDays,
+    }),
+    storeSizes: new StoreSizes(database.db, now),
     audit: new DrizzleAuditStore(database.db),
     consoleStore: new DrizzleConsoleStore(database.db),
     recommendations,
@@ -345,6 +362,7 @@ export async function startDeps(deps: Deps): Promise<void> {
   deps.flusher.start();
   deps.outbox.start();
   deps.jobs.start();
+  deps.retention.start();
   deps.lifecycle.started = true;
 }
 
@@ -355,6 +373,7 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.flusher.stop();
   if (deps.keyedDecideRate instanceof QuotaLeases) await deps.keyedDecideRate.stop();
   await deps.outbox.stop();
+  deps.retention.stop();
   await deps.jobs.stop();
   await deps.changes.stop();
   await deps.flusher.flushAll();

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "../db/client";
+import { DataFolderInUseError } from "../db/data-folder-lock";
 import { openDatabaseRetrying, openFailureMessage } from "../db/open-retrying";
 import { keepFilesPrivate } from "../db/private-files";
 import { createApp, listen } from "./app";
@@ -39,7 +40,13 @@ if (isClusterPrimary(config)) {
 
 /** Opens the store, starts the counters and timers, listens, and stops gracefully on a signal. */
 async function serve(): Promise<void> {
-  const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) });
+  const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) }).catch(
+    (error: unknown) => {
+      if (!(error instanceof DataFolderInUseError)) throw error;
+      console.error(error.message);
+      process.exit(1);
+    },
+  );
   await startDeps(deps);
   const app = listen(createApp(deps), deps);
   const port = app.server?.port ?? config.port;

@@ -19,6 +19,17 @@ describe("configuration", () => {
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
     expect(config.workers).toBe(1);
+    expect(config.retention).toMatchObject({
+      intervalMs: 600_000,
+      batch: 500,
+      changeLogMinutes: 60,
+      meterDays: 7,
+      expiredDays: 7,
+      mailDays: 7,
+      checkoutEventDays: 7,
+      auditDays: 365,
+      documentVersions: 200,
+    });
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_WORKERS: "4", DATABASE_URL: "postgres://x@127.0.0.1/db" }).workers).toBe(
       4,
     );
@@ -62,6 +73,15 @@ describe("configuration", () => {
     ["SVC_TRUSTED_PROXIES", "10.0.0.0/0"],
     ["SVC_TRUSTED_PROXIES", "loopback,private"],
     ["SVC_TRUSTED_PROXIES", "nginx.internal"],
+    ["SVC_RETENTION_INTERVAL_MS", "soon"],
+    ["SVC_RETENTION_BATCH", "0"],
+    ["SVC_RETAIN_CHANGE_LOG_MINUTES", "1"],
+    ["SVC_RETAIN_METER_DAYS", "-1"],
+    ["SVC_RETAIN_EXPIRED_DAYS", "a week"],
+    ["SVC_RETAIN_MAIL_DAYS", "1.5"],
+    ["SVC_RETAIN_CHECKOUT_EVENTS_DAYS", "3"],
+    ["SVC_RETAIN_AUDIT_DAYS", "0"],
+    ["SVC_RETAIN_DOCUMENT_VERSIONS", "0"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

@@ -59,6 +59,8 @@ export interface CommandContext {
   /** `rest` URI-encoded for a path, or a usage error when it holds fewer than `n` arguments. */
   readonly need: (n: number, usage: string) => string[];
   readonly call: Call;
+  /** An operator-API GET whose answer is bytes (a backup), or a CliError for a failure. */
+  readonly download: (path: string) => Promise<Uint8Array>;
 }
 
 export type Command = (context: CommandContext) => Promise<Output>;
@@ -84,6 +86,7 @@ export function commandContext(
       return rest.map(encodeURIComponent);
     },
     call: (method, path, body) => request(env, method, path, body),
+    download: async (path) => new Uint8Array(await (await send(env, "GET", path)).arrayBuffer()),
   };
 }
 
@@ -103,6 +106,17 @@ function operatorToken(env: CliEnv): string {
 }
 
 async function request(env: CliEnv, method: string, path: string, body?: unknown): Promise<unknown> {
+  const response = await send(env, method, path, body);
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : {};
+  } catch {
+    throw new CliError(`unexpected answer from the server (${response.status})`);
+  }
+}
+
+/** One operator-API request: the answer when it succeeded, else a CliError with the error envelope's message. */
+async function send(env: CliEnv, method: string, path: string, body?: unknown): Promise<Response> {
   const base = (env.SVC_URL || `http://127.0.0.1:${env.PORT || 3000}`).replace(/\/$/, "");
   let response: Response;
   try {
@@ -118,6 +132,7 @@ async function request(env: CliEnv, method: string, path: string, body?: unknown
     if (error instanceof CliError) throw error;
     throw new CliError(`cannot reach the server at ${base} (${(error as Error).message}); is it running?`);
   }
+  if (response.ok) return response;
   const text = await response.text();
   let parsed: unknown;
   try {
@@ -125,10 +140,7 @@ async function request(env: CliEnv, method: string, path: string, body?: unknown
   } catch {
     throw new CliError(`unexpected answer from the server (${response.status})`);
   }
-  if (!response.ok) {
-    const err = (parsed as { error?: { code?: string; message?: string; details?: unknown } }).error;
-    const details = err?.details ? `\n${JSON.stringify(err.details, null, 2)}` : "";
-    throw new CliError(`${err?.message ?? `HTTP ${response.status}`} (${err?.code ?? response.status})${details}`);
-  }
-  return parsed;
+  const err = (parsed as { error?: { code?: string; message?: string; details?: unknown } }).error;
+  const details = err?.details ? `\n${JSON.stringify(err.details, null, 2)}` : "";
+  throw new CliError(`${err?.message ?? `HTTP ${response.status}`} (${err?.code ?? response.status})${details}`);
 }

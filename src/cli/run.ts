@@ -1,7 +1,9 @@
 import { parseArgs } from "node:util";
 import { auditCommands } from "./commands/audit";
+import { backupCommands } from "./commands/backup";
 import { consoleUserCommands } from "./commands/console-users";
 import { contentCommands } from "./commands/content";
+import { dbCommands } from "./commands/db";
 import { demoRequestCommands } from "./commands/demo-request";
 import { documentCommands } from "./commands/documents";
 import { explainCommands } from "./commands/explain";
@@ -61,6 +63,9 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   console-user list [--tenant T]
   console-user remove <email> [--tenant T]     (also ends their console sessions)
   audit [--site S] [--tenant T] [--limit N]    operator actions, newest first (docs/operations.md)
+  db stats                                     the store's size and each table's rows (estimate) and MB
+  backup <file>                                the running server's embedded store, consistent (docs/deploying.md)
+  restore <file>                               into $SVC_DATA_DIR while it holds no store and no server runs
   explain <site> <body.json> [--preview] [--tenant T]
                               why each feature of a decide body resolves as it does (no meter
                               ticks, no exposures): the matched rule, facts read, meters, and
@@ -147,6 +152,8 @@ const COMMANDS = new Map<string, Command>(
     ...contentCommands,
     ...consoleUserCommands,
     ...auditCommands,
+    ...dbCommands,
+    ...backupCommands,
     ...explainCommands,
     ...schemaCommands,
     ...demoRequestCommands,

@@ -303,6 +303,14 @@ function documentSchema<C extends TSchema>(condition: C) {
                 Type.Literal("forever"),
               ]),
               timeZone: Type.String({ minLength: 1, maxLength: 64, description: "IANA time zone, e.g. Europe/London" }),
+              retainDays: Type.Optional(
+                Type.Integer({
+                  minimum: 0,
+                  maximum: 3650,
+                  description:
+                    "Days a past period's counts are kept after it ended (docs/operations.md, Retention); absent: SVC_RETAIN_METER_DAYS",
+                }),
+              ),
             },
             { additionalProperties: false },
           ),

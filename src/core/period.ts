@@ -118,3 +118,27 @@ export function createPeriodKey(period: MeterPeriod, timeZone: string): (nowMs: 
 export function periodKey(period: MeterPeriod, timeZone: string, nowMs: number): string {
   return keyOf(period, nowMs, timeZone);
 }
+
+/** Whole hours a time zone is ahead of or behind UTC at most (UTC-12 ... UTC+14). */
+const LARGEST_OFFSET_MS = 14 * 60 * MINUTE_MS;
+
+/**
+ * An instant by which the period of `key` has ended in every time zone (its UTC end plus the
+ * largest offset), or null when it never ends ("all") or the key is not a period key. Retention
+ * reads only keys, not the meter's time zone, so it waits for the latest zone.
+ */
+export function periodEndBound(key: string): number | null {
+  let m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(key);
+  if (m) return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + 1) + LARGEST_OFFSET_MS;
+  m = /^(\d{4})-W(\d{2})$/.exec(key);
+  if (m) {
+    const jan4 = Date.UTC(Number(m[1]), 0, 4);
+    const dow = ((new Date(jan4).getUTCDay() + 6) % 7) * DAY_MS;
+    return jan4 - dow + Number(m[2]) * 7 * DAY_MS + LARGEST_OFFSET_MS;
+  }
+  m = /^(\d{4})-(\d{2})$/.exec(key);
+  if (m) return Date.UTC(Number(m[1]), Number(m[2]), 1) + LARGEST_OFFSET_MS;
+  m = /^(\d{4})$/.exec(key);
+  if (m) return Date.UTC(Number(m[1]) + 1, 0, 1) + LARGEST_OFFSET_MS;
+  return null;
+}

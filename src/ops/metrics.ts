@@ -10,6 +10,7 @@ import type { Buckets } from "../infra/histogram";
 import type { JobQueue } from "../jobs/queue";
 import type { Outbox } from "../mail/outbox";
 import type { MailBudget } from "../mail-budget/mail-budget";
+import type { StoreSizes, StoreSizesSnapshot } from "./store-sizes";
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -70,6 +71,7 @@ export interface MetricsDeps {
   readonly outbox: Outbox;
   readonly mailBudget: MailBudget;
   readonly jobs: JobQueue;
+  readonly storeSizes: StoreSizes;
 }
 
 /**
@@ -260,6 +262,36 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
           return [];
         }
       },
+    ),
+  );
+  // Read from the catalog at most every 30 s (src/ops/store-sizes.ts); absent when the store did not answer in time.
+  const sizes = async (pick: (s: StoreSizesSnapshot) => Sample[]): Promise<Sample[]> => {
+    try {
+      return pick(await withinDeadline(deps.storeSizes.read(), deps.config.readDeadlineMs));
+    } catch {
+      return [];
+    }
+  };
+  add(
+    new Scraped("svc_store_database_bytes", "Size of the database on disk (pg_database_size).", "gauge", () =>
+      sizes((s) => [{ labels: {}, value: s.databaseBytes }]),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_store_table_rows",
+      "Rows per table, Postgres' estimate (pg_class.reltuples); absent for a table never vacuumed or analysed.",
+      "gauge",
+      () =>
+        sizes((s) => s.tables.flatMap((t) => (t.rows === null ? [] : [{ labels: { table: t.table }, value: t.rows }]))),
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_store_table_bytes",
+      "Bytes per table with its indexes and TOAST (pg_total_relation_size).",
+      "gauge",
+      () => sizes((s) => s.tables.map((t) => ({ labels: { table: t.table }, value: t.bytes }))),
     ),
   );
   return registry;

@@ -211,6 +211,18 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect((await mailedLink("cleared@example.com")).origin).toBe(server.url);
   });
 
+  it("prints the store's size and each table's rows through db stats", async () => {
+    const json = await runCli(["db", "stats", "--json"], env);
+    expect(json.code).toBe(0);
+    const out = JSON.parse(json.stdout) as { databaseBytes: number; tables: { table: string }[] };
+    expect(out.databaseBytes).toBeGreaterThan(0);
+    expect(out.tables.map((t) => t.table)).toContain("sessions");
+    const text = await runCli(["db", "stats"], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^database\t\d+\.\d\d MB/);
+    expect(text.stdout).toContain("\nsite_documents\t");
+  });
+
   it("prints the site-document JSON Schema without a server", async () => {
     const res = await runCli(["schema", "--json"], { SVC_URL: "http://127.0.0.1:9" });
     expect(res.code).toBe(0);

@@ -1,5 +1,12 @@
-import { describe, expect, test } from "bun:test";
-import { createPeriodKey, isoWeek, isValidTimeZone, type MeterPeriod, periodKey } from "../../src/core/period";
+import { describe, expect, it, test } from "bun:test";
+import {
+  createPeriodKey,
+  isoWeek,
+  isValidTimeZone,
+  type MeterPeriod,
+  periodEndBound,
+  periodKey,
+} from "../../src/core/period";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -83,5 +90,34 @@ describe("time zones", () => {
     ["local", false],
   ])("%p valid: %p", (tz, valid) => {
     expect(isValidTimeZone(tz)).toBe(valid);
+  });
+});
+
+describe("periodEndBound", () => {
+  const H14 = 14 * 3_600_000;
+  it.each([
+    ["2026-11-21", Date.UTC(2026, 10, 22) + H14],
+    ["2026-W47", Date.UTC(2026, 10, 23) + H14],
+    ["2027-W01", Date.UTC(2027, 0, 11) + H14],
+    ["2026-12", Date.UTC(2027, 0, 1) + H14],
+    ["2026", Date.UTC(2027, 0, 1) + H14],
+  ])("puts the end of %s after its last local midnight anywhere", (key, end) => {
+    expect(periodEndBound(key)).toBe(end);
+  });
+
+  it("never ends a forever meter, nor a key it cannot read", () => {
+    expect(periodEndBound("all")).toBeNull();
+    expect(periodEndBound("2026-13-xx")).toBeNull();
+  });
+
+  it("ends every period key after each instant that has it, in the farthest time zones", () => {
+    for (const tz of ["Pacific/Kiritimati", "Etc/GMT+12", "UTC", "America/New_York"]) {
+      for (const period of ["day", "week", "month", "year"] as const) {
+        // Every 30 minutes over the turn of a year, a month and an ISO week.
+        for (let t = Date.UTC(2026, 11, 26); t < Date.UTC(2027, 0, 6); t += 1_800_000) {
+          expect(periodEndBound(periodKey(period, tz, t))!).toBeGreaterThan(t);
+        }
+      }
+    }
   });
 });

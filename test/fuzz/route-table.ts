@@ -403,6 +403,8 @@ export const ROUTES: RouteSpec[] = withPreflights([
     params: () => ({ tenant: "default" }),
   },
   { method: "GET", path: "/admin/tenants", credential: "operator" },
+  { method: "GET", path: "/admin/db/stats", credential: "operator" },
+  { method: "GET", path: "/admin/db/backup", credential: "operator" },
   {
     method: "GET",
     path: "/admin/audit",
