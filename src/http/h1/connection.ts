@@ -1,0 +1,218 @@
+import type { Socket } from "bun";
+import { ChunkedBody } from "./chunked";
+import { isRefusal, MAX_HEAD, MAX_REQUEST_LINE, parseHead, type Refusal, type RequestHead } from "./head";
+import { type Answer, Output } from "./output";
+
+/** How long a request may take to arrive, and a quiet keep-alive connection may stay open. */
+export interface Timeouts {
+  /** From a request's first byte to the end of its head. */
+  readonly headMs: number;
+  /** From a request's first byte to the end of its body. */
+  readonly requestMs: number;
+  /** Between two reads of a body. */
+  readonly bodyIdleMs: number;
+  /** A connection with nothing in flight and nothing half-sent. */
+  readonly keepAliveMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  headMs: 10_000,
+  requestMs: 30_000,
+  bodyIdleMs: 10_000,
+  keepAliveMs: 10_000,
+};
+
+/** What a connection needs of its server. */
+export interface ConnectionContext {
+  readonly maxBodyBytes: number;
+  readonly timeouts: Timeouts;
+  /** The server's coarse clock (milliseconds), read on every read and at each sweep. */
+  now(): number;
+  date(): string;
+  /** Starts handling one request; the answer is queued and settled through `output.settle`. */
+  dispatch(connection: Connection, head: RequestHead, body: Uint8Array | undefined): Answer;
+  /** A refused request's answer (the error envelope), queued like any other. */
+  refusal(connection: Connection, refusal: Refusal): Answer;
+}
+
+/** Answers in flight per connection before it stops reading (pipelining past it waits). */
+const MAX_IN_FLIGHT = 64;
+const CR = 13;
+const LF = 10;
+const CONTINUE = Buffer.from("HTTP/1.1 100 Continue\r\n\r\n");
+
+/** One client connection: reads requests off its bytes in order and hands each to the server. */
+export class Connection {
+  readonly output: Output;
+  private buf: Buffer | undefined;
+  /** A request whose head is read and whose body is not yet complete. */
+  private head: RequestHead | undefined;
+  private chunked: ChunkedBody | undefined;
+  /** When the request being read began (0: none is), and the last read. */
+  private startedAt = 0;
+  private lastReadAt: number;
+  private quietSince: number;
+  private continueDue = false;
+  private reading = true;
+  private paused = false;
+  private peerEnded = false;
+
+  constructor(
+    readonly socket: Socket<unknown>,
+    private readonly context: ConnectionContext,
+  ) {
+    this.output = new Output(socket, context.date, () => this.afterWrite());
+    this.lastReadAt = this.quietSince = context.now();
+  }
+
+  onData(chunk: Buffer): void {
+    this.lastReadAt = this.context.now();
+    if (!this.reading) return;
+    this.buf = this.buf === undefined ? chunk : Buffer.concat([this.buf, chunk]);
+    this.parse();
+  }
+
+  /** The peer will send nothing more: what it sent in part is refused, the rest answered. */
+  onEnd(): void {
+    this.peerEnded = true;
+    if (this.reading && !this.paused && (this.head !== undefined || this.buf !== undefined)) {
+      this.refuse({ status: 400, message: "The connection ended inside a request." });
+    } else this.afterWrite();
+  }
+
+  /** Cuts off a request that arrives too slowly, and closes a keep-alive connection left quiet. */
+  sweep(now: number): void {
+    const t = this.context.timeouts;
+    if (this.startedAt !== 0 && this.reading) {
+      const late =
+        this.head === undefined
+          ? now - this.startedAt > t.headMs
+          : now - this.startedAt > t.requestMs || now - this.lastReadAt > t.bodyIdleMs;
+      if (late) this.refuse({ status: 408, message: "The request took too long to arrive." });
+    } else if (this.output.idle && now - Math.max(this.quietSince, this.lastReadAt) > t.keepAliveMs) {
+      this.reading = false;
+      this.output.end();
+    }
+  }
+
+  private parse(): void {
+    while (this.reading && this.buf !== undefined && this.output.queue.length < MAX_IN_FLIGHT) {
+      if (this.head === undefined ? !this.readHead() : !this.readBody()) return;
+    }
+    if (!this.reading) return;
+    if (this.output.queue.length >= MAX_IN_FLIGHT) {
+      if (!this.paused) {
+        this.paused = true;
+        this.socket.pause();
+      }
+    } else if (this.peerEnded && (this.head !== undefined || this.buf !== undefined)) {
+      this.refuse({ status: 400, message: "The connection ended inside a request." });
+    }
+  }
+
+  /** Reads a request head off the buffer; false when more bytes are needed (or it was refused). */
+  private readHead(): boolean {
+    const buf = this.buf as Buffer;
+    let at = 0;
+    // An empty line before a request line is ignored (RFC 9112 section 2.2).
+    while (buf.length - at >= 2 && buf[at] === CR && buf[at + 1] === LF) at += 2;
+    if (at === buf.length || (at === buf.length - 1 && buf[at] === CR)) {
+      this.buf = at === buf.length ? undefined : buf.subarray(at);
+      return false;
+    }
+    if (this.startedAt === 0) this.startedAt = this.context.now();
+    const end = buf.indexOf("\r\n\r\n", at, "latin1");
+    const lineEnd = buf.indexOf("\r\n", at, "latin1");
+    const lineLength = (lineEnd === -1 ? buf.length : lineEnd) - at;
+    if (lineLength > MAX_REQUEST_LINE) return this.refuse({ status: 414, message: "The request line is too long." });
+    if ((end === -1 ? buf.length : end) - at > MAX_HEAD) {
+      return this.refuse({ status: 431, message: "The request headers are too large." });
+    }
+    if (end === -1) {
+      this.buf = at === 0 ? buf : buf.subarray(at);
+      return false;
+    }
+    const head = parseHead(buf.toString("latin1", at, end));
+    if (isRefusal(head)) return this.refuse(head);
+    this.buf = end + 4 === buf.length ? undefined : buf.subarray(end + 4);
+    if (head.contentLength > this.context.maxBodyBytes) {
+      return this.refuse({ status: 413, message: "The request body is too large." });
+    }
+    if (head.chunked) this.chunked = new ChunkedBody(this.context.maxBodyBytes);
+    else if (head.contentLength <= 0) {
+      this.dispatch(head, undefined);
+      return true;
+    }
+    this.head = head;
+    if (head.expectContinue) {
+      if (this.output.queue.length === 0) this.output.write(CONTINUE);
+      else this.continueDue = true;
+    }
+    return true;
+  }
+
+  /** Reads the body of the request whose head was read; false when more bytes are needed. */
+  private readBody(): boolean {
+    const head = this.head as RequestHead;
+    const buf = this.buf as Buffer;
+    const chunked = this.chunked;
+    if (chunked !== undefined) {
+      const reached = chunked.feed(buf, 0);
+      if (typeof reached !== "number") return this.refuse(reached);
+      this.buf = reached === buf.length ? undefined : buf.subarray(reached);
+      if (!chunked.done) return false;
+      this.dispatch(head, chunked.body());
+      return true;
+    }
+    const length = head.contentLength;
+    if (buf.length < length) return false;
+    this.buf = buf.length === length ? undefined : buf.subarray(length);
+    this.dispatch(head, buf.subarray(0, length));
+    return true;
+  }
+
+  private dispatch(head: RequestHead, body: Uint8Array | undefined): void {
+    this.head = undefined;
+    this.chunked = undefined;
+    this.startedAt = 0;
+    this.continueDue = false;
+    if (!head.keepAlive) this.stopReading();
+    const answer = this.context.dispatch(this, head, body);
+    if (!head.keepAlive) answer.close = true;
+  }
+
+  /** Answers the refusal in its turn, then closes: what follows it on the connection is not read. */
+  private refuse(refusal: Refusal): false {
+    this.stopReading();
+    this.context.refusal(this, refusal);
+    return false;
+  }
+
+  private stopReading(): void {
+    this.reading = false;
+    this.buf = undefined;
+    this.head = undefined;
+    this.chunked = undefined;
+    this.startedAt = 0;
+  }
+
+  private afterWrite(): void {
+    const output = this.output;
+    if (output.queue.length === 0) {
+      this.quietSince = this.context.now();
+      if (this.continueDue) {
+        this.continueDue = false;
+        output.write(CONTINUE);
+      }
+      if (this.peerEnded && this.head === undefined) {
+        output.end();
+        return;
+      }
+    }
+    if (this.paused && output.queue.length < MAX_IN_FLIGHT) {
+      this.paused = false;
+      this.socket.resume();
+      this.parse();
+    }
+  }
+}

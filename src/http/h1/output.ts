@@ -1,0 +1,186 @@
+import type { Socket } from "bun";
+import { bodyless, encodeHead } from "./encode";
+
+/** One request's place in its connection's queue of answers, written in the order requested. */
+export interface Answer {
+  readonly requestId: string;
+  readonly headOnly: boolean;
+  readonly http10: boolean;
+  /** The connection closes after this answer. */
+  close: boolean;
+  readonly keepAlive10: boolean;
+  /** The encoded answer, once ready (a streamed one has its head here and its body below). */
+  bytes: Uint8Array | undefined;
+  stream: ReadableStream<Uint8Array> | undefined;
+  /** Called once the answer's head is written, or the connection was gone (request stats). */
+  written: ((status: number) => void) | undefined;
+  status: number;
+}
+
+const CRLF = Buffer.from("\r\n");
+const LAST_CHUNK = Buffer.from("0\r\n\r\n");
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A connection's outgoing side: answers queue in request order and each is written once it and
+ * all before it are ready; bytes the socket does not take at once wait for its drain. A streamed
+ * body (server-sent events) holds the queue until it ends.
+ */
+export class Output {
+  readonly queue: Answer[] = [];
+  private readonly pending: Uint8Array[] = [];
+  private streaming: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  private pumpOnDrain: (() => void) | undefined;
+  private ending = false;
+  closed = false;
+
+  constructor(
+    private readonly socket: Socket<unknown>,
+    private readonly date: () => string,
+    /** Called when the queue has room again or empties (the connection reads on, or ends). */
+    private readonly onWritten: () => void,
+  ) {}
+
+  get idle(): boolean {
+    return this.queue.length === 0 && this.streaming === undefined && this.pending.length === 0;
+  }
+
+  /** Gives `answer` its response: encoded whole, or as a stream when it is one of events. */
+  settle(answer: Answer, response: Response): void {
+    answer.status = response.status;
+    const body = response.body;
+    const streamed = body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
+    if (streamed && !answer.headOnly && !bodyless(response.status)) {
+      if (answer.http10) answer.close = true;
+      const head = encodeHead(response.status, response.headers, answer.http10 ? "close" : "chunked", {
+        ...answer,
+        date: this.date(),
+      });
+      answer.bytes = Buffer.from(head, "latin1");
+      answer.stream = body;
+      this.flush();
+      return;
+    }
+    response.bytes().then(
+      (bytes) => {
+        const head = encodeHead(
+          response.status,
+          response.headers,
+          { length: bytes.byteLength },
+          {
+            ...answer,
+            date: this.date(),
+          },
+        );
+        answer.bytes = joined(head, answer.headOnly || bodyless(response.status) ? EMPTY : bytes);
+        this.flush();
+      },
+      () => {
+        // The body failed while being read: the connection cannot be answered in order any more.
+        answer.status = 500;
+        this.abort();
+      },
+    );
+  }
+
+  /** Writes every ready answer at the head of the queue. */
+  flush(): void {
+    while (this.streaming === undefined && !this.ending) {
+      const answer = this.queue[0];
+      if (answer?.bytes === undefined) break;
+      this.write(answer.bytes);
+      answer.written?.(answer.status);
+      if (answer.stream !== undefined) {
+        this.pump(answer, answer.stream.getReader() as ReadableStreamDefaultReader<Uint8Array>);
+        return;
+      }
+      this.queue.shift();
+      if (answer.close) this.end();
+    }
+    this.onWritten();
+  }
+
+  write(bytes: Uint8Array): void {
+    if (this.closed) return;
+    if (this.pending.length > 0) {
+      this.pending.push(bytes);
+      return;
+    }
+    const sent = this.socket.write(bytes);
+    if (sent < bytes.byteLength) this.pending.push(bytes.subarray(Math.max(sent, 0)));
+  }
+
+  drain(): void {
+    while (this.pending.length > 0 && !this.closed) {
+      const bytes = this.pending[0] as Uint8Array;
+      const sent = this.socket.write(bytes);
+      if (sent < bytes.byteLength) {
+        this.pending[0] = bytes.subarray(Math.max(sent, 0));
+        return;
+      }
+      this.pending.shift();
+    }
+    if (this.ending) this.socket.end();
+    const pump = this.pumpOnDrain;
+    this.pumpOnDrain = undefined;
+    pump?.();
+  }
+
+  /** Ends the connection once everything queued for writing is written. */
+  end(): void {
+    this.ending = true;
+    if (this.pending.length === 0) this.socket.end();
+  }
+
+  /** The peer is gone: nothing more is written; stats still count each answer as it settles. */
+  onClose(): void {
+    this.closed = true;
+    this.streaming?.cancel().catch(() => undefined);
+    this.streaming = undefined;
+    for (const answer of this.queue) if (answer.bytes !== undefined) answer.written?.(answer.status);
+  }
+
+  /** A failed answer leaves a gap in the order: the connection is closed instead. */
+  private abort(): void {
+    this.closed = true;
+    this.socket.end();
+  }
+
+  private pump(answer: Answer, reader: ReadableStreamDefaultReader<Uint8Array>): void {
+    this.streaming = reader;
+    const next = (): void => {
+      reader.read().then(
+        ({ done, value }) => {
+          if (this.closed) return;
+          if (done) {
+            if (!answer.http10) this.write(LAST_CHUNK);
+            this.streaming = undefined;
+            this.queue.shift();
+            if (answer.close) this.end();
+            this.flush();
+            return;
+          }
+          if (value.byteLength > 0) {
+            this.write(answer.http10 ? value : chunk(value));
+          }
+          if (this.pending.length > 0) this.pumpOnDrain = next;
+          else next();
+        },
+        () => this.abort(),
+      );
+    };
+    next();
+  }
+}
+
+function joined(head: string, body: Uint8Array): Uint8Array {
+  const headLength = Buffer.byteLength(head, "latin1");
+  const out = Buffer.allocUnsafe(headLength + body.byteLength);
+  out.write(head, 0, "latin1");
+  out.set(body, headLength);
+  return out;
+}
+
+function chunk(value: Uint8Array): Uint8Array {
+  return Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}\r\n`, "latin1"), value, CRLF]);
+}
