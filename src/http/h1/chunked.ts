@@ -7,11 +7,20 @@ import type { Refusal } from "./head";
  */
 
 const TCHAR = "!#$%&'*+\\-.^_`|~0-9A-Za-z";
-/** What may follow a chunk size on its line: extensions `;name` or `;name=token|"quoted"`. */
+/**
+ * What may follow a chunk size on its line: extensions `;name` or `;name=token|"quoted"`. The
+ * grammar allows whitespace around `;` and `=` (BWS); it is refused, as llhttp does, because
+ * parsers that disagree on it disagree on where the chunk starts.
+ */
 const EXTENSIONS = new RegExp(
-  `^(?:[ \\t]*;[ \\t]*[${TCHAR}]+(?:[ \\t]*=[ \\t]*(?:[${TCHAR}]+|"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t \\x21-\\x7e\\x80-\\xff])*"))?)*$`,
+  `^(?:;[${TCHAR}]+(?:=(?:[${TCHAR}]+|"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t \\x21-\\x7e\\x80-\\xff])*"))?)*$`,
 );
 const TRAILER_FIELD = new RegExp(`^[${TCHAR}]+:[\\t\\x20-\\x7e\\x80-\\xff]*$`);
+/**
+ * Fields that frame or route a request, refused in trailers (RFC 9110 section 6.5.1): a
+ * Content-Length there is the start of a desync with any parser that honours it.
+ */
+const HEAD_ONLY = new Set(["content-length", "transfer-encoding", "host", "connection", "expect", "trailer"]);
 /** Longest chunk-size line (with its extensions), and all trailer fields together. */
 const MAX_LINE = 4096;
 const MAX_TRAILERS = 16_384;
@@ -90,6 +99,9 @@ export class ChunkedBody {
       } else if (line === "") this.state = State.Done;
       else {
         if (!TRAILER_FIELD.test(line)) return { status: 400, message: "A trailer field line is not valid." };
+        if (HEAD_ONLY.has(line.slice(0, line.indexOf(":")).toLowerCase())) {
+          return { status: 400, message: "A trailer field names the request's framing or routing." };
+        }
         this.trailerBytes += next - at;
       }
       at = next;

@@ -45,6 +45,11 @@ const HEAD_GRAMMAR = new RegExp(
 const REQUEST_LINE = new RegExp(`^[${TCHAR}]+ [\\x21-\\x7e]+ HTTP/\\d\\.\\d$`);
 const TOKEN = new RegExp(`^[${TCHAR}]+$`);
 const DIGITS = /^\d{1,15}$/;
+/**
+ * The request-target forms (RFC 9112 section 3.2): origin-form, absolute-form and asterisk-form;
+ * authority-form is CONNECT's, not served. The app answers the last two 400 (no route reads them).
+ */
+const TARGET_FORM = /^(?:\/|\*$|[A-Za-z][A-Za-z0-9+.-]*:\/\/)/;
 
 /**
  * The methods served; any other token is 501 (section 3.1). CONNECT and TRACE are not: this
@@ -87,6 +92,7 @@ export function parseHead(text: string): RequestHead | Refusal {
     return refuse(505, "Only HTTP/1.1 and HTTP/1.0 are served.");
   }
   if (!METHODS.has(method)) return refuse(501, "The request method is not implemented.");
+  if (!TARGET_FORM.test(target)) return refuse(400, "The request target is not valid.");
   const http10 = version === "HTTP/1.0";
   const headers: [string, string][] = [];
   let host: string | null | undefined;
@@ -106,7 +112,8 @@ export function parseHead(text: string): RequestHead | Refusal {
         if (name.toLowerCase() === "host") host = host === undefined ? value : null;
         break;
       case 6:
-        if (name.toLowerCase() === "expect") {
+        // An HTTP/1.0 client's expectation is ignored (RFC 9110 section 10.1.1).
+        if (!http10 && name.toLowerCase() === "expect") {
           if (value.toLowerCase() !== "100-continue") return refuse(417, "Only Expect: 100-continue is served.");
           expectContinue = true;
         }
@@ -120,13 +127,17 @@ export function parseHead(text: string): RequestHead | Refusal {
       case 14:
         if (name.toLowerCase() === "content-length") {
           if (contentLength !== -1) return refuse(400, "Content-Length is repeated.");
-          if (!DIGITS.test(value)) return refuse(400, "Content-Length is not a decimal length.");
+          // A tab after the value is OWS to the grammar, but llhttp refuses it: so do we.
+          if (!DIGITS.test(value) || line.endsWith("\t")) {
+            return refuse(400, "Content-Length is not a decimal length.");
+          }
           contentLength = Number(value);
         }
         break;
       case 17:
         if (name.toLowerCase() === "transfer-encoding") {
           if (transferEncoding !== undefined) return refuse(400, "Transfer-Encoding is repeated.");
+          if (line.endsWith("\t")) return refuse(400, "Transfer-Encoding is not valid.");
           transferEncoding = value;
         }
         break;
@@ -152,7 +163,7 @@ export function parseHead(text: string): RequestHead | Refusal {
     chunked,
     keepAlive: !close && (!http10 || keepAliveAsked),
     // A 100 is for HTTP/1.1 clients about to send a body (section 10.1.1 of RFC 9110).
-    expectContinue: expectContinue && !http10 && (chunked || contentLength > 0),
+    expectContinue: expectContinue && (chunked || contentLength > 0),
   };
 }
 
