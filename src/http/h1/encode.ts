@@ -67,7 +67,6 @@ export type Framing = { readonly length: number } | "chunked" | "close";
 
 export interface HeadFields {
   readonly requestId: string;
-  readonly date: string;
   /** The connection closes after this answer. */
   readonly close: boolean;
   /** An HTTP/1.0 client that asked to keep the connection open. */
@@ -80,15 +79,23 @@ export function bodyless(status: number): boolean {
 }
 
 /** The response head as latin1 text: status line, the answer's fields, then the transport's own. */
-export function encodeHead(status: number, headers: Headers, framing: Framing, fields: HeadFields): string {
+export function encodeHead(
+  status: number,
+  headers: Headers,
+  framing: Framing,
+  fields: HeadFields,
+  date: string,
+): string {
   let head = statusLine(status);
+  let cookies = false;
   headers.forEach((value, name) => {
     if (!OWN_FIELDS.has(name)) head += `${name}: ${value}\r\n`;
+    else if (name === "set-cookie") cookies = true;
   });
-  for (const cookie of headers.getSetCookie()) head += `set-cookie: ${cookie}\r\n`;
+  if (cookies) for (const cookie of headers.getSetCookie()) head += `set-cookie: ${cookie}\r\n`;
   if (framing === "chunked") head += "transfer-encoding: chunked\r\n";
   else if (framing !== "close" && !bodyless(status)) head += `content-length: ${framing.length}\r\n`;
-  head += `date: ${fields.date}\r\nx-request-id: ${fields.requestId}\r\n`;
+  head += `date: ${date}\r\nx-request-id: ${fields.requestId}\r\n`;
   if (fields.close || framing === "close") head += "connection: close\r\n";
   else if (fields.keepAlive10) head += "connection: keep-alive\r\n";
   return `${head}\r\n`;

@@ -60,11 +60,14 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PAT
 const refuse = (status: number, message: string): Refusal => ({ status, message });
 
 function trimOws(value: string): string {
-  let start = 0;
-  let end = value.length;
-  while (start < end && (value.charCodeAt(start) === 32 || value.charCodeAt(start) === 9)) start++;
-  while (end > start && (value.charCodeAt(end - 1) === 32 || value.charCodeAt(end - 1) === 9)) end--;
-  return start === 0 && end === value.length ? value : value.slice(start, end);
+  return owsSlice(value, 0, value.length);
+}
+
+/** `text` from `start` to `end` without the spaces and tabs at either end. */
+function owsSlice(text: string, start: number, end: number): string {
+  while (start < end && (text.charCodeAt(start) === 32 || text.charCodeAt(start) === 9)) start++;
+  while (end > start && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9)) end--;
+  return text.slice(start, end);
 }
 
 /** Whether a comma-separated field value names `token` (case-insensitive), e.g. Connection: close. */
@@ -79,9 +82,9 @@ function listHas(value: string, token: string): boolean {
  */
 export function parseHead(text: string): RequestHead | Refusal {
   if (!HEAD_GRAMMAR.test(text)) return diagnose(text);
-  const lines = text.split("\r\n");
-  if (lines.length - 1 > MAX_FIELDS) return refuse(431, "The request has too many header fields.");
-  const requestLine = lines[0] as string;
+  let lineEnd = text.indexOf("\r\n");
+  if (lineEnd === -1) lineEnd = text.length;
+  const requestLine = text.slice(0, lineEnd);
   if (requestLine.length > MAX_REQUEST_LINE) return refuse(414, "The request line is too long.");
   const firstSpace = requestLine.indexOf(" ");
   const lastSpace = requestLine.lastIndexOf(" ");
@@ -101,11 +104,14 @@ export function parseHead(text: string): RequestHead | Refusal {
   let close = false;
   let keepAliveAsked = false;
   let expectContinue = false;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i] as string;
-    const colon = line.indexOf(":");
-    const name = line.slice(0, colon);
-    const value = trimOws(line.slice(colon + 1));
+  // The grammar held, so every line after the first is `name:value` and ends at a CRLF or the end.
+  for (let start = lineEnd + 2; start < text.length; start = lineEnd + 2) {
+    lineEnd = text.indexOf("\r\n", start);
+    if (lineEnd === -1) lineEnd = text.length;
+    if (headers.length === MAX_FIELDS) return refuse(431, "The request has too many header fields.");
+    const colon = text.indexOf(":", start);
+    const name = text.slice(start, colon);
+    const value = owsSlice(text, colon + 1, lineEnd);
     headers.push([name, value]);
     switch (name.length) {
       case 4:
@@ -128,7 +134,7 @@ export function parseHead(text: string): RequestHead | Refusal {
         if (name.toLowerCase() === "content-length") {
           if (contentLength !== -1) return refuse(400, "Content-Length is repeated.");
           // A tab after the value is OWS to the grammar, but llhttp refuses it: so do we.
-          if (!DIGITS.test(value) || line.endsWith("\t")) {
+          if (!DIGITS.test(value) || text.charCodeAt(lineEnd - 1) === 9) {
             return refuse(400, "Content-Length is not a decimal length.");
           }
           contentLength = Number(value);
@@ -137,7 +143,7 @@ export function parseHead(text: string): RequestHead | Refusal {
       case 17:
         if (name.toLowerCase() === "transfer-encoding") {
           if (transferEncoding !== undefined) return refuse(400, "Transfer-Encoding is repeated.");
-          if (line.endsWith("\t")) return refuse(400, "Transfer-Encoding is not valid.");
+          if (text.charCodeAt(lineEnd - 1) === 9) return refuse(400, "Transfer-Encoding is not valid.");
           transferEncoding = value;
         }
         break;

@@ -9,8 +9,11 @@ export interface Answer {
   /** The connection closes after this answer. */
   close: boolean;
   readonly keepAlive10: boolean;
-  /** The encoded answer, once ready (a streamed one has its head here and its body below). */
-  bytes: Uint8Array | undefined;
+  /**
+   * The encoded answer, once ready (a streamed one has its head here and its body below): bytes,
+   * or a string written as UTF-8 (an ASCII head and a text body).
+   */
+  bytes: Uint8Array | string | undefined;
   stream: ReadableStream<Uint8Array> | undefined;
   /** Called once the answer's head is written, or the connection was gone (request stats). */
   written: ((status: number) => void) | undefined;
@@ -18,6 +21,8 @@ export interface Answer {
 }
 
 const CRLF = Buffer.from("\r\n");
+/** Bodies read as text and written with their head as one string. */
+const TEXT = /^(?:application\/json|text\/)/;
 const LAST_CHUNK = Buffer.from("0\r\n\r\n");
 const EMPTY = new Uint8Array(0);
 
@@ -47,40 +52,40 @@ export class Output {
 
   /** Gives `answer` its response: encoded whole, or as a stream when it is one of events. */
   settle(answer: Answer, response: Response): void {
-    answer.status = response.status;
-    const body = response.body;
-    const streamed = body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
-    if (streamed && !answer.headOnly && !bodyless(response.status)) {
+    const status = response.status;
+    answer.status = status;
+    const type = response.headers.get("content-type") ?? "";
+    const noBody = answer.headOnly || bodyless(status);
+    // `response.body` makes a stream of any body: read only for a stream of events.
+    if (!noBody && type.startsWith("text/event-stream") && response.body !== null) {
       if (answer.http10) answer.close = true;
-      const head = encodeHead(response.status, response.headers, answer.http10 ? "close" : "chunked", {
-        ...answer,
-        date: this.date(),
-      });
+      const head = encodeHead(status, response.headers, answer.http10 ? "close" : "chunked", answer, this.date());
       answer.bytes = Buffer.from(head, "latin1");
-      answer.stream = body;
+      answer.stream = response.body;
       this.flush();
       return;
     }
-    response.bytes().then(
-      (bytes) => {
-        const head = encodeHead(
-          response.status,
-          response.headers,
-          { length: bytes.byteLength },
-          {
-            ...answer,
-            date: this.date(),
-          },
-        );
-        answer.bytes = joined(head, answer.headOnly || bodyless(response.status) ? EMPTY : bytes);
+    const failed = () => {
+      // The body failed while being read: the connection cannot be answered in order any more.
+      answer.status = 500;
+      this.abort();
+    };
+    if (TEXT.test(type)) {
+      // JSON and text: head and body written as one string (one native encoding, no copy).
+      response.text().then((text) => {
+        const length = Buffer.byteLength(text, "utf8");
+        const head = encodeHead(status, response.headers, { length }, answer, this.date());
+        if (NOT_ASCII.test(head)) answer.bytes = joined(head, noBody ? EMPTY : Buffer.from(text, "utf8"));
+        else answer.bytes = noBody ? head : head + text;
         this.flush();
-      },
-      () => {
-        // The body failed while being read: the connection cannot be answered in order any more.
-        answer.status = 500;
-        this.abort();
-      },
-    );
+      }, failed);
+      return;
+    }
+    response.bytes().then((bytes) => {
+      const head = encodeHead(status, response.headers, { length: bytes.byteLength }, answer, this.date());
+      answer.bytes = joined(head, noBody ? EMPTY : bytes);
+      this.flush();
+    }, failed);
   }
 
   /** Writes every ready answer at the head of the queue. */
@@ -100,14 +105,19 @@ export class Output {
     this.onWritten();
   }
 
-  write(bytes: Uint8Array): void {
+  /** Writes bytes, or a string as UTF-8; what the socket does not take waits for its drain. */
+  write(data: Uint8Array | string): void {
     if (this.closed) return;
     if (this.pending.length > 0) {
-      this.pending.push(bytes);
+      this.pending.push(typeof data === "string" ? Buffer.from(data, "utf8") : data);
       return;
     }
-    const sent = this.socket.write(bytes);
-    if (sent < bytes.byteLength) this.pending.push(bytes.subarray(Math.max(sent, 0)));
+    const sent = this.socket.write(data);
+    const length = typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength;
+    if (sent < length) {
+      const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+      this.pending.push(bytes.subarray(Math.max(sent, 0)));
+    }
   }
 
   drain(): void {
@@ -172,6 +182,9 @@ export class Output {
     next();
   }
 }
+
+/** A head with a character past ASCII (a latin1 header value) must be written as latin1. */
+const NOT_ASCII = /[\u0080-\uffff]/;
 
 function joined(head: string, body: Uint8Array): Uint8Array {
   const headLength = Buffer.byteLength(head, "latin1");

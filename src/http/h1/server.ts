@@ -26,14 +26,31 @@ export interface H1ServerOptions {
   sweepMs?: number;
 }
 
-interface Peer {
-  address: string;
-  family: string;
-  port: number;
-}
-
 /** A Host field value this server builds a URL of: a name or address and an optional port. */
 const USABLE_HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+/** The last Host found usable: clients send the same one request after request. */
+let lastUsableHost = "";
+
+function usableHost(host: string | null | undefined): host is string {
+  if (host === lastUsableHost) return true;
+  if (typeof host !== "string" || !USABLE_HOST.test(host)) return false;
+  lastUsableHost = host;
+  return true;
+}
+
+/** The connection a request came on (for the peer address), kept on the request itself. */
+const PEER = Symbol("h1 connection");
+
+/** A field's value when it is sent once (a repeated one is joined, as Headers joins it). */
+function fieldOf(head: RequestHead, lowerName: string): string | undefined {
+  let found: string | undefined;
+  for (const [name, value] of head.headers) {
+    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+  }
+  return found;
+}
 
 const json = { "content-type": "application/json" };
 
@@ -55,7 +72,6 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   const routes = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??
     {}) as Record<string, Record<string, Handler>>;
   const requests = options.requests;
-  const peers = new WeakMap<Request, Peer>();
   const now = options.now ?? Date.now;
   let clock = now();
   let date = new Date().toUTCString();
@@ -84,15 +100,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       answer.status = refusal.status;
       const code = refusal.status === 413 ? "payload_too_large" : "bad_request";
       const body = JSON.stringify(errorBody(code, refusal.message));
-      const head = encodeHead(
-        refusal.status,
-        new Headers(json),
-        { length: Buffer.byteLength(body) },
-        {
-          ...answer,
-          date,
-        },
-      );
+      const head = encodeHead(refusal.status, new Headers(json), { length: Buffer.byteLength(body) }, answer, date);
       answer.bytes = Buffer.from(head + body, "utf8");
       connection.output.queue.push(answer);
       connection.output.flush();
@@ -106,7 +114,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       const path = query === -1 ? target : target.slice(0, query);
       const native = routes[path]?.[head.method];
       let request: Request | undefined;
-      if (typeof head.host === "string" && USABLE_HOST.test(head.host) && target.charCodeAt(0) === 47) {
+      if (usableHost(head.host) && target.charCodeAt(0) === 47) {
         try {
           request = new Request(`http://${head.host}${target}`, {
             method: head.method,
@@ -117,12 +125,11 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
           request = undefined;
         }
       }
-      const headers = request?.headers;
-      const answer = newAnswer(head, requestIdOf(headers?.get("x-request-id")));
+      const answer = newAnswer(head, requestIdOf(fieldOf(head, "x-request-id")));
       output.queue.push(answer);
       if (requests !== undefined) {
         const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
-        const site = headers?.get("x-svc-site-id");
+        const site = fieldOf(head, "x-svc-site-id");
         answer.written = (status) => {
           try {
             const seconds = (performance.now() - startedAt) / 1000;
@@ -136,8 +143,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
         output.settle(answer, appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")));
         return answer;
       }
-      const socket = connection.socket;
-      peers.set(request, { address: socket.remoteAddress, family: socket.remoteFamily, port: socket.remotePort });
+      (request as unknown as Record<symbol, Connection>)[PEER] = connection;
       let result: Response | Promise<Response>;
       try {
         result = native === undefined ? app.fetch(request) : native(request);
@@ -202,7 +208,12 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   const handle: NodeServerHandle = {
     port: listener.port,
     hostname: options.hostname,
-    requestIP: (request) => peers.get(request) ?? null,
+    requestIP(request) {
+      const socket = (request as unknown as Record<symbol, Connection | undefined>)[PEER]?.socket;
+      return socket === undefined
+        ? null
+        : { address: socket.remoteAddress, family: socket.remoteFamily, port: socket.remotePort };
+    },
     async stop(closeActiveConnections = false) {
       clearInterval(sweeper);
       listener.stop(closeActiveConnections);
