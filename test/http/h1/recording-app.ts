@@ -1,5 +1,6 @@
 import { serveOverH1 } from "../../../src/http/h1/server";
 import type { NodeServerHandle } from "../../../src/http/node-server";
+import type { RequestStats } from "../../../src/ops/requests";
 
 /** What a handler saw of one request: the framing the transport gave it. */
 export interface Seen {
@@ -34,6 +35,7 @@ export function startRecordingServer(
     now?: () => number;
     sweepMs?: number;
     onError?: (error: Error) => void;
+    requests?: RequestStats;
   } = {},
 ) {
   const seen: Seen[] = [];
@@ -63,6 +65,7 @@ export function startRecordingServer(
     maxRequestBodySize: options.maxBodyBytes ?? 1024 * 1024,
     onError: options.onError ?? (() => undefined),
     now: options.now,
+    requests: options.requests,
     sweepMs: options.sweepMs,
   });
   const server = app.server as NodeServerHandle;

@@ -64,7 +64,7 @@ export function readAnswers(bytes: Buffer, closed: boolean, headRequests: readon
       }
       body = Buffer.concat(parts);
       if (!complete) {
-        answers.push({ status, headers, head, body });
+        answers.push({ status, headers, head, body, partial: true } as WireAnswer);
         break;
       }
     } else if (headers["content-length"] !== undefined) {
@@ -83,6 +83,9 @@ export function readAnswers(bytes: Buffer, closed: boolean, headRequests: readon
   return { answers, interim, closed };
 }
 
+/** A chunked answer still streaming is read as far as it came; it is complete once its last chunk is in. */
+const complete = (answer: WireAnswer & { partial?: boolean }) => answer.partial !== true;
+
 export interface SendOptions {
   /** Half-close after writing (the server then answers what it has and closes). */
   end?: boolean;
@@ -93,6 +96,10 @@ export interface SendOptions {
   onOpen?: (write: (bytes: string | Buffer) => void) => void;
   /** Stop waiting after this long (a safety net for a test that would otherwise hang). */
   limitMs?: number;
+  /** Called for each interim (1xx) answer as it arrives. */
+  onInterim?: (status: number) => void;
+  /** Called with everything received so far, on each read. */
+  onData?: (received: Buffer) => void;
 }
 
 /** Writes `bytes` to 127.0.0.1:`port` and reads what comes back until the close (or `answers`). */
@@ -109,11 +116,14 @@ export function send(port: number, bytes: string | Buffer, options: SendOptions 
       resolve(readAnswers(received, closed, options.headRequests));
     };
     const limit = setTimeout(() => finish(false), options.limitMs ?? 10_000);
+    let interims = 0;
     socket.on("data", (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
-      if (options.answers !== undefined) {
-        const { answers } = readAnswers(received, false, options.headRequests);
-        if (answers.length >= options.answers) finish(false);
+      options.onData?.(received);
+      const { answers, interim } = readAnswers(received, false, options.headRequests);
+      for (; interims < interim.length; interims++) options.onInterim?.(interim[interims] as number);
+      if (options.answers !== undefined && answers.filter((a) => complete(a)).length >= options.answers) {
+        finish(false);
       }
     });
     socket.on("end", () => finish(true));
