@@ -40,11 +40,14 @@ const MAX_IN_FLIGHT = 64;
 const CR = 13;
 const LF = 10;
 const CONTINUE = Buffer.from("HTTP/1.1 100 Continue\r\n\r\n");
+const slice = Uint8Array.prototype.slice;
 
 /** One client connection: reads requests off its bytes in order and hands each to the server. */
 export class Connection {
   readonly output: Output;
+  /** Bytes read and not yet parsed: `buf` from `at` (offsets, not views: a view costs a copy). */
   private buf: Buffer | undefined;
+  private at = 0;
   /** A request whose head is read and whose body is not yet complete. */
   private head: RequestHead | undefined;
   private chunked: ChunkedBody | undefined;
@@ -68,7 +71,11 @@ export class Connection {
   onData(chunk: Buffer): void {
     this.lastReadAt = this.context.now();
     if (!this.reading) return;
-    this.buf = this.buf === undefined ? chunk : Buffer.concat([this.buf, chunk]);
+    if (this.buf === undefined) this.buf = chunk;
+    else {
+      this.buf = Buffer.concat([this.at === 0 ? this.buf : this.buf.subarray(this.at), chunk]);
+      this.at = 0;
+    }
     this.parse();
   }
 
@@ -95,6 +102,14 @@ export class Connection {
     }
   }
 
+  /** The server stops: a connection with nothing in flight nor half-sent is closed now. */
+  closeIfIdle(): void {
+    if (this.output.idle && this.startedAt === 0) {
+      this.stopReading();
+      this.output.end();
+    }
+  }
+
   private parse(): void {
     while (this.reading && this.buf !== undefined && this.output.queue.length < MAX_IN_FLIGHT) {
       if (this.head === undefined ? !this.readHead() : !this.readBody()) return;
@@ -110,14 +125,22 @@ export class Connection {
     }
   }
 
+  /** Everything from `at` on is parsed: the buffer is let go. */
+  private consumed(at: number): void {
+    if (at >= (this.buf as Buffer).length) {
+      this.buf = undefined;
+      this.at = 0;
+    } else this.at = at;
+  }
+
   /** Reads a request head off the buffer; false when more bytes are needed (or it was refused). */
   private readHead(): boolean {
     const buf = this.buf as Buffer;
-    let at = 0;
+    let at = this.at;
     // An empty line before a request line is ignored (RFC 9112 section 2.2).
     while (buf.length - at >= 2 && buf[at] === CR && buf[at + 1] === LF) at += 2;
     if (at === buf.length || (at === buf.length - 1 && buf[at] === CR)) {
-      this.buf = at === buf.length ? undefined : buf.subarray(at);
+      this.consumed(at);
       return false;
     }
     if (this.startedAt === 0) this.startedAt = this.context.now();
@@ -129,12 +152,12 @@ export class Connection {
       return this.refuse({ status: 431, message: "The request headers are too large." });
     }
     if (end === -1) {
-      this.buf = at === 0 ? buf : buf.subarray(at);
+      this.at = at;
       return false;
     }
     const head = parseHead(buf.toString("latin1", at, end));
     if (isRefusal(head)) return this.refuse(head);
-    this.buf = end + 4 === buf.length ? undefined : buf.subarray(end + 4);
+    this.consumed(end + 4);
     if (head.contentLength > this.context.maxBodyBytes) {
       return this.refuse({ status: 413, message: "The request body is too large." });
     }
@@ -155,19 +178,22 @@ export class Connection {
   private readBody(): boolean {
     const head = this.head as RequestHead;
     const buf = this.buf as Buffer;
+    const at = this.at;
     const chunked = this.chunked;
     if (chunked !== undefined) {
-      const reached = chunked.feed(buf, 0);
+      const reached = chunked.feed(buf, at);
       if (typeof reached !== "number") return this.refuse(reached);
-      this.buf = reached === buf.length ? undefined : buf.subarray(reached);
+      this.consumed(reached);
       if (!chunked.done) return false;
       this.dispatch(head, chunked.body());
       return true;
     }
     const length = head.contentLength;
-    if (buf.length < length) return false;
-    this.buf = buf.length === length ? undefined : buf.subarray(length);
-    this.dispatch(head, buf.subarray(0, length));
+    if (buf.length - at < length) return false;
+    // A copy of the body's bytes, not a view of the read buffer (see `buf`).
+    const body = slice.call(buf, at, at + length) as Uint8Array;
+    this.consumed(at + length);
+    this.dispatch(head, body);
     return true;
   }
 
@@ -191,6 +217,7 @@ export class Connection {
   private stopReading(): void {
     this.reading = false;
     this.buf = undefined;
+    this.at = 0;
     this.head = undefined;
     this.chunked = undefined;
     this.startedAt = 0;

@@ -14,6 +14,8 @@ export interface Answer {
    * or a string written as UTF-8 (an ASCII head and a text body).
    */
   bytes: Uint8Array | string | undefined;
+  /** The UTF-8 length of `bytes` when it is a string and that length is known. */
+  length?: number;
   stream: ReadableStream<Uint8Array> | undefined;
   /** Called once the answer's head is written, or the connection was gone (request stats). */
   written: ((status: number) => void) | undefined;
@@ -75,8 +77,13 @@ export class Output {
       response.text().then((text) => {
         const length = Buffer.byteLength(text, "utf8");
         const head = encodeHead(status, response.headers, { length }, answer, this.date());
-        if (NOT_ASCII.test(head)) answer.bytes = joined(head, noBody ? EMPTY : Buffer.from(text, "utf8"));
-        else answer.bytes = noBody ? head : head + text;
+        // A head past ASCII (a latin1 header value) is written as latin1, not as UTF-8.
+        if (Buffer.byteLength(head, "utf8") !== head.length) {
+          answer.bytes = joined(head, noBody ? EMPTY : Buffer.from(text, "utf8"));
+        } else {
+          answer.bytes = noBody ? head : head + text;
+          answer.length = noBody ? head.length : head.length + length;
+        }
         this.flush();
       }, failed);
       return;
@@ -93,7 +100,7 @@ export class Output {
     while (this.streaming === undefined && !this.ending) {
       const answer = this.queue[0];
       if (answer?.bytes === undefined) break;
-      this.write(answer.bytes);
+      this.write(answer.bytes, answer.length);
       answer.written?.(answer.status);
       if (answer.stream !== undefined) {
         this.pump(answer, answer.stream.getReader() as ReadableStreamDefaultReader<Uint8Array>);
@@ -105,15 +112,20 @@ export class Output {
     this.onWritten();
   }
 
-  /** Writes bytes, or a string as UTF-8; what the socket does not take waits for its drain. */
-  write(data: Uint8Array | string): void {
+  /**
+   * Writes bytes, or a string as UTF-8 (`length`: its UTF-8 length when known); what the socket
+   * does not take waits for its drain.
+   */
+  write(
+    data: Uint8Array | string,
+    length = typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength,
+  ): void {
     if (this.closed) return;
     if (this.pending.length > 0) {
       this.pending.push(typeof data === "string" ? Buffer.from(data, "utf8") : data);
       return;
     }
     const sent = this.socket.write(data);
-    const length = typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength;
     if (sent < length) {
       const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
       this.pending.push(bytes.subarray(Math.max(sent, 0)));
@@ -182,9 +194,6 @@ export class Output {
     next();
   }
 }
-
-/** A head with a character past ASCII (a latin1 header value) must be written as latin1. */
-const NOT_ASCII = /[\u0080-\uffff]/;
 
 function joined(head: string, body: Uint8Array): Uint8Array {
   const headLength = Buffer.byteLength(head, "latin1");

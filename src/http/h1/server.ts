@@ -87,6 +87,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     stream: undefined,
     written: undefined,
     status: 0,
+    length: undefined,
   });
 
   const context: ConnectionContext = {
@@ -217,7 +218,10 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     async stop(closeActiveConnections = false) {
       clearInterval(sweeper);
       listener.stop(closeActiveConnections);
-      if (closeActiveConnections) for (const connection of connections) connection.socket.end();
+      for (const connection of connections) {
+        if (closeActiveConnections) connection.socket.end();
+        else connection.closeIfIdle();
+      }
     },
   };
   app.server = handle;
