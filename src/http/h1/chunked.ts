@@ -65,7 +65,7 @@ export class ChunkedBody {
    * Consumes what it can of `buf` from `offset`; returns the offset reached (the bytes after
    * the body once `done`), or a refusal.
    */
-  feed(buf: Buffer, offset: number): number | Refusal {
+  feed(buf: Uint8Array, offset: number): number | Refusal {
     let at = offset;
     while (at < buf.length && this.state !== State.Done) {
       if (this.state === State.Data) {
@@ -91,7 +91,7 @@ export class ChunkedBody {
       }
       if (lineEnd - at > limit) return { status: 400, message: "A chunk line is too long." };
       if (lineEnd === at || buf[lineEnd - 1] !== CR) return { status: 400, message: "A bare LF in a chunked body." };
-      const line = buf.toString("latin1", at, lineEnd - 1);
+      const line = Buffer.prototype.toString.call(buf, "latin1", at, lineEnd - 1);
       const next = lineEnd + 1;
       if (this.state === State.Size) {
         const refused = this.sizeLine(line);

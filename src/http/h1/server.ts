@@ -171,13 +171,15 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     // A cluster's workers (SVC_WORKERS) share the port; a lone server must still fail on a taken one.
     reusePort: cluster.isWorker,
     socket: {
+      // Reads as plain Uint8Arrays (connection.ts searches and decodes them with Buffer's methods).
+      binaryType: "uint8array",
       open(socket: Socket<Connection>) {
         socket.setNoDelay(true);
         const connection = new Connection(socket as Socket<unknown>, context);
         socket.data = connection;
         connections.add(connection);
       },
-      data(socket: Socket<Connection>, chunk: Buffer) {
+      data(socket: Socket<Connection>, chunk: Uint8Array) {
         socket.data.onData(chunk);
       },
       drain(socket: Socket<Connection>) {
