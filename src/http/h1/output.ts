@@ -59,6 +59,13 @@ export class Output {
     const type = response.headers.get("content-type") ?? "";
     const noBody = answer.headOnly || bodyless(status);
     // `response.body` makes a stream of any body: read only for a stream of events.
+    if (noBody && type.startsWith("text/event-stream")) {
+      // A HEAD of a stream: its head only (the stream never ends, so it has no length to give).
+      response.body?.cancel().catch(() => undefined);
+      answer.bytes = Buffer.from(encodeHead(status, response.headers, "chunked", answer, this.date()), "latin1");
+      this.flush();
+      return;
+    }
     if (!noBody && type.startsWith("text/event-stream") && response.body !== null) {
       if (answer.http10) answer.close = true;
       const head = encodeHead(status, response.headers, answer.http10 ? "close" : "chunked", answer, this.date());

@@ -29,6 +29,14 @@ const server = startRecordingServer({
     "/peer"(request) {
       return Response.json(server.server.requestIP(request));
     },
+    "/forever"() {
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("event: one\ndata: 1\n\n"));
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+    },
     "/events"() {
       const encoder = new TextEncoder();
       const stream = new ReadableStream<Uint8Array>({
@@ -141,6 +149,16 @@ describe("connections of the h1 transport", () => {
     expect(answers[0]?.body.toString()).toBe("event: one\ndata: 1\n\nevent: two\ndata: 2\n\n");
     expect(decodeSeen(answers[1]?.headers[SEEN_HEADER])?.target).toBe("/after");
     expect(chunks).toBeGreaterThan(1);
+  });
+
+  it("answers HEAD of an event stream that never ends with its head only, and the request behind it", async () => {
+    const out = await send(server.port, `HEAD /forever HTTP/1.1\r\n${H}\r\nGET /x HTTP/1.1\r\n${H}\r\n`, {
+      answers: 2,
+      headRequests: [true, false],
+    });
+    expect(out.answers[0]?.headers["content-type"]).toBe("text/event-stream");
+    expect(out.answers[0]?.body.byteLength).toBe(0);
+    expect(decodeSeen(out.answers[1]?.headers[SEEN_HEADER])?.target).toBe("/x");
   });
 
   it("answers what a handler throws with 500 in the envelope and keeps the connection", async () => {
