@@ -5,7 +5,8 @@
  * throughput and its CPU per request are its own and not a share of a core it fights the
  * generator for. In one run it measures, in alternating segments (round after round, each
  * server in turn): the bare `Bun.serve` ceiling (bench/ceiling-server.ts), a minimal hand-written
- * decide on `Bun.serve` (bench/minimal-decide.ts), and svc (`bun --smol src/main.ts`, embedded
+ * decide on `Bun.serve` (bench/minimal-decide.ts), the same fixed answer as the ceiling over our
+ * own transport (bench/bare-h1-server.ts), and svc (`bun --smol src/main.ts`, embedded
  * store) over each SVC_HTTP_SERVER transport asked for. Per server: req/s under wrk (closed loop,
  * 64 connections, 300 keys rotating, 5 features a request, signed content, a count meter), the
  * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
@@ -215,8 +216,10 @@ export async function runPinnedBench(argv: readonly string[]): Promise<number> {
       script: "bench/minimal-decide.ts",
       env: { MINIMAL_KEYS_FILE: first.keysFile },
     });
+    const bareH1 = await startCeilingServer(answerFile, { cpus: SERVER_CPUS, script: "bench/bare-h1-server.ts" });
     targets.unshift(
       bare("bare Bun.serve (ceiling)", ceiling, first.keys, files),
+      bare("bare h1 transport (same fixed answer)", bareH1, first.keys, files),
       bare("minimal decide on Bun.serve", minimal, first.keys, files),
     );
 
