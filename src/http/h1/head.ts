@@ -126,8 +126,10 @@ export function parseHead(text: string): RequestHead | Refusal {
         break;
       case 10:
         if (name.toLowerCase() === "connection") {
-          if (listHas(value, "close")) close = true;
-          if (listHas(value, "keep-alive")) keepAliveAsked = true;
+          // As llhttp reads it: an option followed by a tab at the line's end is no option.
+          const options = text.charCodeAt(lineEnd - 1) === 9 ? value.slice(0, value.lastIndexOf(",") + 1) : value;
+          if (listHas(options, "close")) close = true;
+          if (listHas(options, "keep-alive")) keepAliveAsked = true;
         }
         break;
       case 14:

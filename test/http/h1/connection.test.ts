@@ -96,6 +96,13 @@ describe("connections of the h1 transport", () => {
       `GET /a HTTP/1.0\r\n${H}Connection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n${H}\r\n`,
     );
     expect(kept.answers.map((a) => a.headers.connection)).toEqual(["keep-alive", "close"]);
+    // A tab after the option at the line's end: llhttp reads no option there, and neither do we.
+    const tabbed = await send(
+      server.port,
+      `GET /a HTTP/1.0\r\n${H}Connection: keep-alive\t\r\n\r\nGET /b HTTP/1.0\r\n${H}\r\n`,
+    );
+    expect(tabbed.answers).toHaveLength(1);
+    expect(tabbed.closed).toBe(true);
   });
 
   it("answers HEAD with the length of the body it leaves out, and frames the next answer", async () => {
