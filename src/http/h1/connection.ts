@@ -126,12 +126,17 @@ export class Connection {
     }
   }
 
+  /** Enough answers are in flight or unread by the client: no more requests are read for now. */
+  private full(): boolean {
+    return this.output.queue.length >= MAX_IN_FLIGHT || this.output.backlogged;
+  }
+
   private parse(): void {
-    while (this.reading && this.buf !== undefined && this.output.queue.length < MAX_IN_FLIGHT) {
+    while (this.reading && this.buf !== undefined && !this.full()) {
       if (this.head === undefined ? !this.readHead() : !this.readBody()) return;
     }
     if (!this.reading) return;
-    if (this.output.queue.length >= MAX_IN_FLIGHT) {
+    if (this.full()) {
       if (!this.paused) {
         this.paused = true;
         this.socket.pause();
@@ -252,7 +257,7 @@ export class Connection {
         return;
       }
     }
-    if (this.paused && output.queue.length < MAX_IN_FLIGHT) {
+    if (this.paused && !this.full()) {
       this.paused = false;
       this.socket.resume();
       this.parse();

@@ -23,6 +23,8 @@ export interface Answer {
 }
 
 const CRLF = Buffer.from("\r\n");
+/** Bytes of answers written but not yet taken by the socket, past which reading pauses. */
+const MAX_BACKLOG = 1024 * 1024;
 /** Bodies read as text and written with their head as one string. */
 const TEXT = /^(?:application\/json|text\/)/;
 const LAST_CHUNK = Buffer.from("0\r\n\r\n");
@@ -36,6 +38,7 @@ const EMPTY = new Uint8Array(0);
 export class Output {
   readonly queue: Answer[] = [];
   private readonly pending: Uint8Array[] = [];
+  private pendingBytes = 0;
   private streaming: ReadableStreamDefaultReader<Uint8Array> | undefined;
   private pumpOnDrain: (() => void) | undefined;
   private ending = false;
@@ -130,21 +133,32 @@ export class Output {
     if (this.closed) return;
     if (this.pending.length > 0) {
       this.pending.push(typeof data === "string" ? Buffer.from(data, "utf8") : data);
+      this.pendingBytes += length;
       return;
     }
-    const sent = this.socket.write(data);
+    const sent = Math.max(this.socket.write(data), 0);
     if (sent < length) {
       const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-      this.pending.push(bytes.subarray(Math.max(sent, 0)));
+      this.pending.push(bytes.subarray(sent));
+      this.pendingBytes += length - sent;
     }
+  }
+
+  /**
+   * Answers the client has not read yet pass MAX_BACKLOG: the connection reads no more requests
+   * until they drain (a client that pipelines without reading would otherwise grow them forever).
+   */
+  get backlogged(): boolean {
+    return this.pendingBytes > MAX_BACKLOG;
   }
 
   drain(): void {
     while (this.pending.length > 0 && !this.closed) {
       const bytes = this.pending[0] as Uint8Array;
-      const sent = this.socket.write(bytes);
+      const sent = Math.max(this.socket.write(bytes), 0);
+      this.pendingBytes -= sent;
       if (sent < bytes.byteLength) {
-        this.pending[0] = bytes.subarray(Math.max(sent, 0));
+        this.pending[0] = bytes.subarray(sent);
         return;
       }
       this.pending.shift();
@@ -153,6 +167,7 @@ export class Output {
     const pump = this.pumpOnDrain;
     this.pumpOnDrain = undefined;
     pump?.();
+    this.onWritten();
   }
 
   /** Ends the connection once everything queued for writing is written. */

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "bun:test";
+import { connect } from "node:net";
 import { RequestStats } from "../../../src/ops/requests";
 import { decodeSeen, SEEN_HEADER, startRecordingServer } from "./recording-app";
-import { send } from "./wire";
+import { readAnswers, send } from "./wire";
 
 const H = "Host: h\r\n";
 
@@ -22,6 +23,10 @@ const server = startRecordingServer({
     async "/slow"() {
       await slow.opened;
       return Response.json({ slow: true });
+    },
+    "/big"(request) {
+      const n = new URL(request.url).searchParams.get("n") ?? "";
+      return new Response(`${n}:${"x".repeat(200_000)}`, { headers: { "content-type": "text/plain" } });
     },
     "/throws"() {
       throw new Error("boom");
@@ -166,6 +171,31 @@ describe("connections of the h1 transport", () => {
     expect(out.answers[0]?.headers["content-type"]).toBe("text/event-stream");
     expect(out.answers[0]?.body.byteLength).toBe(0);
     expect(decodeSeen(out.answers[1]?.headers[SEEN_HEADER])?.target).toBe("/x");
+  });
+
+  it("answers every pipelined request in order to a client that reads its answers late", async () => {
+    const count = 60;
+    const requests = Array.from({ length: count }, (_, n) => `GET /big?n=${n} HTTP/1.1\r\n${H}\r\n`).join("");
+    const answers = await new Promise<string[]>((resolve, reject) => {
+      const socket = connect({ port: server.port, host: "127.0.0.1" });
+      let received = Buffer.alloc(0);
+      socket.on("connect", () => {
+        socket.pause();
+        socket.write(requests);
+        // The answers (12 MB) pile up at the server until the client reads.
+        setTimeout(() => socket.resume(), 200);
+      });
+      socket.on("data", (chunk: Buffer) => {
+        received = Buffer.concat([received, chunk]);
+        const out = readAnswers(received, false);
+        if (out.answers.length === count) {
+          socket.destroy();
+          resolve(out.answers.map((a) => a.body.toString("latin1", 0, a.body.indexOf(":"))));
+        }
+      });
+      socket.on("error", reject);
+    });
+    expect(answers).toEqual(Array.from({ length: count }, (_, n) => String(n)));
   });
 
   it("answers what a handler throws with 500 in the envelope and keeps the connection", async () => {
