@@ -28,14 +28,18 @@ export interface H1ServerOptions {
 
 /** A Host field value this server builds a URL of: a name or address and an optional port. */
 const USABLE_HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-/** The last Host found usable: clients send the same one request after request. */
-let lastUsableHost = "";
-
-function usableHost(host: string | null | undefined): host is string {
-  if (host === lastUsableHost) return true;
-  if (typeof host !== "string" || !USABLE_HOST.test(host)) return false;
-  lastUsableHost = host;
-  return true;
+/**
+ * Whether a Host is one to build a URL of, remembering the last usable one (clients send the same
+ * one request after request).
+ */
+function hostCheck(): (host: string | null | undefined) => host is string {
+  let last = "";
+  return (host): host is string => {
+    if (host === last) return true;
+    if (typeof host !== "string" || !USABLE_HOST.test(host)) return false;
+    last = host;
+    return true;
+  };
 }
 
 /** The connection a request came on (for the peer address), kept on the request itself. */
@@ -76,6 +80,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   let clock = now();
   let date = new Date().toUTCString();
   const connections = new Set<Connection>();
+  const usableHost = hostCheck();
 
   const newAnswer = (head: RequestHead | undefined, requestId: string): Answer => ({
     requestId,
