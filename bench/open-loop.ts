@@ -32,6 +32,8 @@ export interface OpenLoopPlan {
    * a failure no server on 127.0.0.1 can be made to cause at a chosen moment. 0 or absent: none.
    */
   failWriteAt?: number;
+  /** Run the sender on these CPUs only (`taskset -c`), as the pinned bench does. */
+  cpus?: string;
 }
 
 export interface OpenLoopResult {
@@ -154,7 +156,9 @@ export async function runOpenLoop(plan: OpenLoopPlan): Promise<OpenLoopResult> {
     const planPath = join(dir, "plan");
     const resultsPath = join(dir, "results");
     await Bun.write(planPath, planBytes(plan));
-    const child = track(Bun.spawn([binary, planPath, resultsPath], { stdout: "inherit", stderr: "pipe" }));
+    const command = [binary, planPath, resultsPath];
+    const argv = plan.cpus ? ["taskset", "-c", plan.cpus, ...command] : command;
+    const child = track(Bun.spawn(argv, { stdout: "inherit", stderr: "pipe" }));
     const [code, stderr] = await Promise.all([child.exited, new Response(child.stderr).text()]);
     const lines = stderr.split("\n").filter((l) => l !== "");
     if (code !== 0) throw new Error(`open-loop sender exited with ${code}: ${lines.join("; ")}`);

@@ -17,6 +17,7 @@ import { buildRequest, RequestPool } from "./http-conn";
 import { CLOSED_LOOP_GENERATOR, runMemory, runReadBack } from "./memory";
 import { ensureOpenLoopSender } from "./open-loop";
 import { runOverLimit } from "./over-limit";
+import { runPinnedBench } from "./pinned";
 import {
   busyCores,
   cleanupAll,
@@ -488,6 +489,8 @@ function abort(reason: string, code: number): void {
 }
 
 async function main(): Promise<number> {
+  // The pinned mode (server on one core, generators on the other) is a run of its own.
+  if (process.argv.includes("--pin")) return runPinnedBench(process.argv.slice(2));
   const cfg = parseArgs(process.argv.slice(2), process.env);
   const started = performance.now();
   const results: BenchResults = {

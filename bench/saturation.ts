@@ -62,12 +62,19 @@ export interface CeilingServer {
   stop(): Promise<void>;
 }
 
-/** Starts `bun bench/ceiling-server.ts` answering `bodyFile`'s content to every request. */
-export async function startCeilingServer(bodyFile: string): Promise<CeilingServer> {
+/**
+ * Starts `bun bench/ceiling-server.ts` answering `bodyFile`'s content to every request; or, with
+ * `script`, another bare server that prints its port the same way (bench/minimal-decide.ts).
+ */
+export async function startCeilingServer(
+  bodyFile: string,
+  options: { cpus?: string; script?: string; env?: Record<string, string> } = {},
+): Promise<CeilingServer> {
+  const command = [process.execPath, options.script ?? "bench/ceiling-server.ts"];
   const child = track(
-    Bun.spawn([process.execPath, "bench/ceiling-server.ts"], {
+    Bun.spawn(options.cpus ? ["taskset", "-c", options.cpus, ...command] : command, {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", PORT: "0", CEILING_BODY_FILE: bodyFile },
+      env: { PATH: process.env.PATH ?? "", PORT: "0", CEILING_BODY_FILE: bodyFile, ...options.env },
       stdout: "pipe",
       stderr: "inherit",
     }),

@@ -36,6 +36,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** A stopped server whose data (folder or database) and operator token this one takes over. */
   reuse?: ServerHandle;
+  /** Run on these CPUs only (`taskset -c`, e.g. "0"), as the pinned bench does. */
+  cpus?: string;
 }
 
 export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
@@ -74,7 +76,7 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     env.DATABASE_URL = db.url;
     store = "postgres";
   }
-  const argv = [process.execPath];
+  const argv = options.cpus ? ["taskset", "-c", options.cpus, process.execPath] : [process.execPath];
   if (options.profileDir) argv.push("--cpu-prof", `--cpu-prof-dir=${options.profileDir}`);
   // The same runtime flags as `npm start` (package.json): --smol collects garbage more often.
   argv.push("--smol", "src/main.ts");

@@ -76,6 +76,8 @@ export interface WrkOptions {
   workDir: string;
   /** The server's pid, to measure its CPU share over the same interval. */
   serverPid?: number;
+  /** Run wrk on these CPUs only (`taskset -c`), as the pinned bench does. */
+  cpus?: string;
 }
 
 export interface WrkResult {
@@ -103,6 +105,7 @@ export async function runWrk(o: WrkOptions): Promise<WrkResult> {
   const script = join(o.workDir, "decide.lua");
   writeFileSync(script, LUA);
   const args = [
+    ...(o.cpus ? ["taskset", "-c", o.cpus] : []),
     "wrk",
     "-t",
     String(o.threads),

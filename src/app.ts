@@ -21,6 +21,7 @@ import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import type { PeerSource } from "./http/client-address";
 import { browserCors } from "./http/cors";
 import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
+import { serveOverH1 } from "./http/h1/server";
 import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
 import { serveOverNodeHttp } from "./http/node-server";
@@ -136,10 +137,12 @@ export type App = ReturnType<typeof createApp>;
  * backstop only: the app answers 413 in the envelope at SVC_MAX_BODY_BYTES (declared or
  * chunked); the transport's own cap (a bare 413) sits above it for bodies that never finish.
  *
- * `SVC_HTTP_SERVER=node` (the default) serves through Bun's node:http server, which answers
- * pipelined requests in order; `bun` through Bun.serve, which Bun 1.4.5 makes close a pipelining
- * client's connection behind any answer still pending (src/http/node-server.ts), for deployments
- * whose every client is a proxy that never pipelines.
+ * `SVC_HTTP_SERVER=h1` (the default) serves HTTP/1.1 parsed by src/http/h1 on `Bun.listen`,
+ * answering pipelined requests in order, with the transport's cap at SVC_MAX_BODY_BYTES itself
+ * (413 in the envelope, declared or chunked); `node` through Bun's node:http server, which does
+ * too, more slowly; `bun` through Bun.serve, which Bun 1.4.5 makes close a pipelining client's
+ * connection behind any answer still pending (src/http/node-server.ts), for deployments whose
+ * every client is a proxy that never pipelines.
  */
 export function listen(
   app: App,
@@ -151,6 +154,10 @@ export function listen(
   };
   const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
   const hostname = deps.config.host;
+  if (deps.config.httpServer === "h1") {
+    const maxBody = deps.config.maxBodyBytes;
+    return serveOverH1(app, { port, hostname, maxRequestBodySize: maxBody, onError, requests: deps.requests });
+  }
   if (deps.config.httpServer === "node") {
     return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError, requests: deps.requests });
   }

@@ -49,10 +49,11 @@ export interface Config {
    */
   readonly runtimeThreads: "idle" | "normal";
   /**
-   * `node`: Bun's node:http server, which answers pipelined requests; `bun`: Bun.serve, faster,
-   * but it drops a pipelining client's connection behind a pending answer (src/http/node-server.ts).
+   * `h1` (default): HTTP/1.1 parsed by src/http/h1 on Bun.listen, pipelined requests answered in
+   * order; `node`: Bun's node:http server, which answers them too, more slowly; `bun`: Bun.serve,
+   * which drops a pipelining client's connection behind a pending answer (src/http/node-server.ts).
    */
-  readonly httpServer: "node" | "bun";
+  readonly httpServer: "h1" | "node" | "bun";
   /** How long a request waits for a store read before it answers 503 with Retry-After. */
   readonly readDeadlineMs: number;
   /**
@@ -165,9 +166,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (runtimeThreads !== "idle" && runtimeThreads !== "normal") {
     throw new ConfigError("SVC_RUNTIME_THREADS", `must be idle or normal (got "${runtimeThreads}")`);
   }
-  const httpServer = (env.SVC_HTTP_SERVER || "node") as Config["httpServer"];
-  if (httpServer !== "node" && httpServer !== "bun") {
-    throw new ConfigError("SVC_HTTP_SERVER", `must be node or bun (got "${httpServer}")`);
+  const httpServer = (env.SVC_HTTP_SERVER || "h1") as Config["httpServer"];
+  if (httpServer !== "h1" && httpServer !== "node" && httpServer !== "bun") {
+    throw new ConfigError("SVC_HTTP_SERVER", `must be h1, node or bun (got "${httpServer}")`);
   }
   const accessLogRaw = env.SVC_ACCESS_LOG;
   if (accessLogRaw !== undefined && accessLogRaw !== "" && !["0", "1", "true", "false"].includes(accessLogRaw)) {

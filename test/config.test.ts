@@ -15,7 +15,7 @@ describe("configuration", () => {
     expect(config.accessLog).toBe(false);
     expect(config.metricsToken).toBeUndefined();
     expect(config.readyFlushIntervals).toBe(20);
-    expect(config.httpServer).toBe("node");
+    expect(config.httpServer).toBe("h1");
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
     expect(config.workers).toBe(1);
@@ -36,6 +36,8 @@ describe("configuration", () => {
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "idle" }).runtimeThreads).toBe("idle");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ACCESS_LOG: "1" }).accessLog).toBe(true);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "node" }).httpServer).toBe("node");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "h1" }).httpServer).toBe("h1");
   });
 
   it("seeds nothing with DATABASE_URL unless asked", () => {
@@ -60,6 +62,7 @@ describe("configuration", () => {
     ["SVC_IGLU_VENDOR", "not a vendor"],
     ["SVC_RUNTIME_THREADS", "realtime"],
     ["SVC_HTTP_SERVER", "uws"],
+    ["SVC_HTTP_SERVER", "H1"],
     ["SVC_READ_DEADLINE_MS", "0"],
     ["SVC_READ_DEADLINE_MS", "1s"],
     ["SVC_START_RETRY_MS", "-5"],

@@ -187,7 +187,7 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
   });
 });
 
-describe.each(["node", "bun"])("requests Bun cannot make a URL of (SVC_HTTP_SERVER=%s)", (httpServer) => {
+describe.each(["h1", "node", "bun"])("requests Bun cannot make a URL of (SVC_HTTP_SERVER=%s)", (httpServer) => {
   let h: Harness;
   let drop: () => Promise<void>;
   let server: ReturnType<typeof listen>["server"];

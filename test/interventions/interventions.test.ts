@@ -6,7 +6,7 @@ import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { ofType, openSse } from "../helpers/sse";
 
-const combos = storeKinds.flatMap((kind) => (["node", "bun"] as const).map((server) => [kind, server] as const));
+const combos = storeKinds.flatMap((kind) => (["h1", "node", "bun"] as const).map((server) => [kind, server] as const));
 
 describe.each(combos)("the interventions stream (%s store, %s transport)", (kind, transport) => {
   let h: Harness;

@@ -35,7 +35,7 @@ function listening(output: string): { worker: number; pid: number; port: number 
   return found;
 }
 
-const transports = storeKinds.includes("server") ? (["node", "bun"] as const) : [];
+const transports = storeKinds.includes("server") ? (["h1", "node", "bun"] as const) : [];
 
 describe.each(transports)("SVC_WORKERS=2 on the server store (SVC_HTTP_SERVER=%s)", (transport) => {
   let database: { url: string; drop(): Promise<void> };

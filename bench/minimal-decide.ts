@@ -1,0 +1,75 @@
+/**
+ * A minimal hand-written keyed decide on a bare `Bun.serve`, measured beside svc in the pinned
+ * bench (bench/pinned.ts): what a decide costs with none of svc's machinery (no Elysia, no store,
+ * no rate windows, no request metrics). It does the work every keyed decide must: checks the API
+ * key and site, reads the JSON body, verifies the signed content with the core's verifier, counts
+ * a meter for the reader and answers five decisions. Run as its own process
+ * (`bun bench/minimal-decide.ts`, keys in MINIMAL_KEYS_FILE, one a line); prints
+ * `{"message":"listening","port":N}`.
+ */
+import { readFileSync } from "node:fs";
+import { createContentVerifier } from "../src/core/verifier";
+import { BENCH_SITE, CONTENT_KEYS } from "./site";
+
+interface Body {
+  features?: unknown;
+  content?: { payload: string; signature: string };
+  deviceId?: unknown;
+  userId?: unknown;
+}
+
+const json = { "content-type": "application/json" };
+
+export function startMinimalDecide(keys: ReadonlySet<string>, port = 0) {
+  const verify = createContentVerifier(CONTENT_KEYS.map((k) => ({ id: k.id, secret: k.secret })));
+  const meters = new Map<string, number>();
+  const refuse = (status: number, code: string) =>
+    new Response(JSON.stringify({ error: { code, message: code } }), { status, headers: json });
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port,
+    routes: {
+      "/v1/decide": {
+        async POST(request) {
+          const key = request.headers.get("x-api-key");
+          if (key === null || !keys.has(key)) return refuse(401, "unauthorized");
+          if (request.headers.get("x-svc-site-id") !== BENCH_SITE) return refuse(403, "forbidden");
+          const body = (await request.json()) as Body;
+          if (!Array.isArray(body.features)) return refuse(422, "validation_failed");
+          const now = Date.now();
+          const content = verify(body.content, now);
+          const subject = typeof body.userId === "string" ? `u:${body.userId}` : `d:${String(body.deviceId)}`;
+          const seen = (meters.get(subject) ?? 0) + 1;
+          meters.set(subject, seen);
+          const decisions: Record<string, unknown> = {};
+          for (const name of body.features) {
+            if (typeof name !== "string") continue;
+            const metered = content?.facts.access === "metered";
+            decisions[name] = {
+              outcome: metered && seen > 5 ? "block" : "allow",
+              reason: metered ? "meter" : "default",
+              meter: { count: seen, limit: 5 },
+            };
+          }
+          return new Response(JSON.stringify({ decisions, unanswered: [], preview: false, exposures: [] }), {
+            headers: json,
+          });
+        },
+      },
+    },
+    fetch: () => refuse(404, "not_found"),
+  });
+}
+
+if (import.meta.main) {
+  const file = process.env.MINIMAL_KEYS_FILE;
+  const keys = new Set(file ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []);
+  const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
+  console.log(JSON.stringify({ message: "listening", port: server.port }));
+  const stop = () => {
+    server.stop(true);
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}

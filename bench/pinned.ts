@@ -1,0 +1,279 @@
+/**
+ * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node]`.
+ *
+ * Every server runs on CPU 0 and every load generator on CPU 1 (`taskset`), so the server's
+ * throughput and its CPU per request are its own and not a share of a core it fights the
+ * generator for. In one run it measures, in alternating segments (round after round, each
+ * server in turn): the bare `Bun.serve` ceiling (bench/ceiling-server.ts), a minimal hand-written
+ * decide on `Bun.serve` (bench/minimal-decide.ts), the same fixed answer as the ceiling over our
+ * own transport (bench/bare-h1-server.ts), and svc (`bun --smol src/main.ts`, embedded
+ * store) over each SVC_HTTP_SERVER transport asked for. Per server: req/s under wrk (closed loop,
+ * 64 connections, 300 keys rotating, 5 features a request, signed content, a count meter), the
+ * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
+ * the requests it answered), the share of the ceiling, and p50/p99 at a fixed 5,000 req/s from
+ * the open-loop sender (bench/open-loop.c). Medians over the rounds. Writes
+ * bench/results/pinned-<timestamp>.json.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildRequest, RequestPool } from "./http-conn";
+import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
+import { busyCores, cleanupAll, commandOutput, cpuSeconds, machineInfo, sourceState } from "./proc";
+import { type CeilingServer, startCeilingServer, writeLoadFiles } from "./saturation";
+import { ROOT, type ServerHandle, startDecideServer } from "./server";
+import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
+import { percentileSorted, round } from "./stats";
+import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
+import { ensureWrk, runWrk } from "./wrk";
+
+const SERVER_CPUS = "0";
+const GENERATOR_CPUS = "1";
+const KEYS = 300;
+const FIXED_RATE = 5_000;
+
+interface PinnedConfig {
+  rounds: number;
+  segmentS: number;
+  warmupS: number;
+  fixedS: number;
+  transports: string[];
+}
+
+function parsePinned(argv: readonly string[]): PinnedConfig {
+  const args = argv.filter((a) => a !== "--" && a !== "--pin");
+  const quick = args.includes("--quick");
+  const cfg: PinnedConfig = quick
+    ? { rounds: 3, segmentS: 4, warmupS: 3, fixedS: 6, transports: ["h1", "bun", "node"] }
+    : { rounds: 3, segmentS: 10, warmupS: 5, fixedS: 15, transports: ["h1", "bun", "node"] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === "--quick") continue;
+    if (a === "--rounds") cfg.rounds = Number(args[++i]);
+    else if (a === "--transports") cfg.transports = String(args[++i]).split(",");
+    else
+      throw new Error(`unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node])`);
+  }
+  if (!Number.isInteger(cfg.rounds) || cfg.rounds < 1) throw new Error("--rounds needs a positive integer");
+  return cfg;
+}
+
+function log(message: string): void {
+  console.log(`[bench --pin ${new Date().toISOString().slice(11, 19)}] ${message}`);
+}
+
+interface Target {
+  label: string;
+  pid: number;
+  port: number;
+  keysFile: string;
+  bodiesFile: string;
+  keys: readonly string[];
+  stop(): Promise<unknown>;
+}
+
+interface Segment {
+  rps: number;
+  cpu_us_per_request: number;
+  p99_ms: number;
+  non_2xx: number;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+async function segment(target: Target, workDir: string, durationS: number): Promise<Segment> {
+  const before = cpuSeconds(target.pid);
+  const out = await runWrk({
+    url: `http://127.0.0.1:${target.port}`,
+    threads: 1,
+    connections: 64,
+    durationS,
+    keysFile: target.keysFile,
+    bodiesFile: target.bodiesFile,
+    site: BENCH_SITE,
+    workDir,
+    cpus: GENERATOR_CPUS,
+  });
+  const cpu = cpuSeconds(target.pid) - before;
+  return {
+    rps: out.rps,
+    cpu_us_per_request: round((cpu / Math.max(1, out.requests)) * 1e6, 1),
+    p99_ms: out.p99_ms,
+    non_2xx: out.non_2xx,
+  };
+}
+
+async function fixedRate(target: Target, bodies: readonly string[], seconds: number) {
+  const headersOf = (i: number) => ({
+    "x-svc-site-id": BENCH_SITE,
+    "x-api-key": target.keys[i % target.keys.length] as string,
+    "content-type": "application/json",
+  });
+  const pool = RequestPool.from(
+    bodies.map((b, i) => buildRequest("/v1/decide", headersOf(i), b)),
+    bodies.length,
+  );
+  const n = FIXED_RATE * seconds;
+  const start = Date.now() + 1_500;
+  const sendAtEpoch = new Float64Array(n);
+  const requestOf = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    sendAtEpoch[i] = start + (i * 1000) / FIXED_RATE;
+    requestOf[i] = i % pool.size;
+  }
+  const before = cpuSeconds(target.pid);
+  const r = await runOpenLoop({
+    port: target.port,
+    requests: pool,
+    sendAtEpoch,
+    requestOf,
+    connections: 64,
+    cpus: GENERATOR_CPUS,
+  });
+  const cpu = cpuSeconds(target.pid) - before;
+  const latencies = answeredLatencies(r).sort();
+  let non200 = 0;
+  for (const status of r.status) if (status !== 200) non200++;
+  return {
+    rate: FIXED_RATE,
+    seconds,
+    answered: latencies.length,
+    non_200: non200,
+    p50_ms: round(percentileSorted(latencies, 0.5)),
+    p99_ms: round(percentileSorted(latencies, 0.99)),
+    p999_ms: round(percentileSorted(latencies, 0.999)),
+    cpu_us_per_request: round((cpu / Math.max(1, latencies.length)) * 1e6, 1),
+    sender_realtime: r.realtime,
+  };
+}
+
+async function startSvc(transport: string, workDir: string, bodies: readonly string[]): Promise<Target> {
+  const server: ServerHandle = await startDecideServer({
+    label: `pinned-${transport}`,
+    cpus: SERVER_CPUS,
+    env: { SVC_HTTP_SERVER: transport },
+  });
+  const dir = join(workDir, transport);
+  mkdirSync(dir, { recursive: true });
+  await setupSite(server, dir);
+  const keys = await issueKeys(server, KEYS, `pinned-${transport}`);
+  const files = writeLoadFiles(dir, keys, bodies);
+  return {
+    label: `svc (SVC_HTTP_SERVER=${transport})`,
+    pid: server.pid,
+    port: server.port,
+    keys,
+    ...files,
+    stop: () => server.stop(),
+  };
+}
+
+function bare(
+  label: string,
+  server: CeilingServer,
+  keys: readonly string[],
+  files: { keysFile: string; bodiesFile: string },
+): Target {
+  return { label, pid: server.pid, port: server.port, keys, ...files, stop: () => server.stop() };
+}
+
+/** Runs the pinned bench; returns the exit code. */
+export async function runPinnedBench(argv: readonly string[]): Promise<number> {
+  const cfg = parsePinned(argv);
+  const busy = await busyCores();
+  log(`${cfg.rounds} rounds of ${cfg.segmentS} s per server; ${busy} cores busy before the start`);
+  await ensureWrk();
+  await ensureOpenLoopSender();
+  const workDir = mkdtempSync(join(tmpdir(), "svc-bench-pinned-"));
+  const targets: Target[] = [];
+  try {
+    const articles = signArticles(2_000, Date.now());
+    const optional = optionalFeatures(buildBenchSite());
+    const bodies = buildBodies({ count: 20_000, articles, optional, devices: 5_000, users: [], seed: 12 });
+    for (const transport of cfg.transports) targets.push(await startSvc(transport, workDir, bodies));
+    const first = targets[0] as Target;
+    const answerFile = join(workDir, "decide-answer.json");
+    const sample = await fetch(`http://127.0.0.1:${first.port}/v1/decide`, {
+      method: "POST",
+      headers: {
+        "x-svc-site-id": BENCH_SITE,
+        "x-api-key": first.keys[0] as string,
+        "content-type": "application/json",
+      },
+      body: bodies[0],
+    });
+    writeFileSync(answerFile, await sample.text());
+    const files = { keysFile: first.keysFile, bodiesFile: first.bodiesFile };
+    const ceiling = await startCeilingServer(answerFile, { cpus: SERVER_CPUS });
+    const minimal = await startCeilingServer(answerFile, {
+      cpus: SERVER_CPUS,
+      script: "bench/minimal-decide.ts",
+      env: { MINIMAL_KEYS_FILE: first.keysFile },
+    });
+    const bareH1 = await startCeilingServer(answerFile, { cpus: SERVER_CPUS, script: "bench/bare-h1-server.ts" });
+    targets.unshift(
+      bare("bare Bun.serve (ceiling)", ceiling, first.keys, files),
+      bare("bare h1 transport (same fixed answer)", bareH1, first.keys, files),
+      bare("minimal decide on Bun.serve", minimal, first.keys, files),
+    );
+
+    for (const t of targets) {
+      log(`warming ${t.label}`);
+      await segment(t, workDir, cfg.warmupS);
+    }
+    const segments = new Map<Target, Segment[]>(targets.map((t) => [t, []]));
+    for (let r = 0; r < cfg.rounds; r++) {
+      for (const t of targets) {
+        const s = await segment(t, workDir, cfg.segmentS);
+        segments.get(t)?.push(s);
+        log(`round ${r + 1} ${t.label}: ${s.rps} req/s, ${s.cpu_us_per_request} µs CPU/request`);
+      }
+    }
+    const fixed = new Map<Target, Awaited<ReturnType<typeof fixedRate>>>();
+    for (const t of targets) {
+      log(`${t.label}: ${FIXED_RATE} req/s fixed for ${cfg.fixedS} s`);
+      fixed.set(t, await fixedRate(t, bodies.slice(0, 10_000), cfg.fixedS));
+    }
+    const ceilingRounds = segments.get(targets[0] as Target) ?? [];
+    const rows = targets.map((t) => {
+      const s = segments.get(t) ?? [];
+      return {
+        server: t.label,
+        rps: round(median(s.map((x) => x.rps)), 0),
+        share_of_ceiling: round(median(s.map((x, i) => x.rps / (ceilingRounds[i]?.rps ?? Number.NaN))), 3),
+        cpu_us_per_request: round(median(s.map((x) => x.cpu_us_per_request)), 1),
+        rounds: s,
+        fixed: fixed.get(t),
+      };
+    });
+    console.log(
+      "\n| server | req/s | share of bare Bun.serve | server CPU per request | p50 / p99 at 5,000 req/s fixed |",
+    );
+    console.log("|---|---:|---:|---:|---:|");
+    for (const row of rows) {
+      console.log(
+        `| ${row.server} | ${row.rps.toLocaleString("en")} | ${row.share_of_ceiling.toFixed(3)} | ${row.cpu_us_per_request} µs | ${row.fixed?.p50_ms} / ${row.fixed?.p99_ms} ms |`,
+      );
+    }
+    const resultsDir = join(import.meta.dir, "results");
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `pinned-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
+    const machine = { ...machineInfo(), busy_cores_before_start: busy };
+    writeFileSync(
+      file,
+      `${JSON.stringify({ config: cfg, machine, bun: Bun.version, wrk: commandOutput(["wrk", "-v"]).split("\n")[0], source: sourceState(ROOT), rows }, null, 2)}\n`,
+    );
+    log(`wrote ${file}`);
+    return rows.some((row) => row.rounds.some((s) => s.non_2xx > 0) || (row.fixed?.non_200 ?? 0) > 0) ? 1 : 0;
+  } finally {
+    for (const t of targets) await t.stop();
+    await cleanupAll();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,230 @@
+import type { Socket } from "bun";
+import { bodyless, encodeHead } from "./encode";
+
+/** One request's place in its connection's queue of answers, written in the order requested. */
+export interface Answer {
+  readonly requestId: string;
+  readonly headOnly: boolean;
+  readonly http10: boolean;
+  /** The connection closes after this answer. */
+  close: boolean;
+  readonly keepAlive10: boolean;
+  /**
+   * The encoded answer, once ready (a streamed one has its head here and its body below): bytes,
+   * or a string written as UTF-8 (an ASCII head and a text body).
+   */
+  bytes: Uint8Array | string | undefined;
+  /** The UTF-8 length of `bytes` when it is a string and that length is known. */
+  length?: number;
+  stream: ReadableStream<Uint8Array> | undefined;
+  /** Called once the answer's head is written, or the connection was gone (request stats). */
+  written: ((status: number) => void) | undefined;
+  status: number;
+}
+
+const CRLF = Buffer.from("\r\n");
+/** Bytes of answers written but not yet taken by the socket, past which reading pauses. */
+const MAX_BACKLOG = 1024 * 1024;
+/** Bodies read as text and written with their head as one string. */
+const TEXT = /^(?:application\/json|text\/)/;
+const LAST_CHUNK = Buffer.from("0\r\n\r\n");
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A connection's outgoing side: answers queue in request order and each is written once it and
+ * all before it are ready; bytes the socket does not take at once wait for its drain. A streamed
+ * body (server-sent events) holds the queue until it ends.
+ */
+export class Output {
+  readonly queue: Answer[] = [];
+  private readonly pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private streaming: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  private pumpOnDrain: (() => void) | undefined;
+  private ending = false;
+  closed = false;
+
+  constructor(
+    private readonly socket: Socket<unknown>,
+    private readonly date: () => string,
+    /** Called when the queue has room again or empties (the connection reads on, or ends). */
+    private readonly onWritten: () => void,
+  ) {}
+
+  get idle(): boolean {
+    return this.queue.length === 0 && this.streaming === undefined && this.pending.length === 0;
+  }
+
+  /** Gives `answer` its response: encoded whole, or as a stream when it is one of events. */
+  settle(answer: Answer, response: Response): void {
+    const status = response.status;
+    answer.status = status;
+    const type = response.headers.get("content-type") ?? "";
+    const noBody = answer.headOnly || bodyless(status);
+    // `response.body` makes a stream of any body: read only for a stream of events.
+    if (noBody && type.startsWith("text/event-stream")) {
+      // A HEAD of a stream: its head only (the stream never ends, so it has no length to give).
+      response.body?.cancel().catch(() => undefined);
+      answer.bytes = Buffer.from(encodeHead(status, response.headers, "chunked", answer, this.date()), "latin1");
+      this.flush();
+      return;
+    }
+    if (!noBody && type.startsWith("text/event-stream") && response.body !== null) {
+      if (answer.http10) answer.close = true;
+      const head = encodeHead(status, response.headers, answer.http10 ? "close" : "chunked", answer, this.date());
+      answer.bytes = Buffer.from(head, "latin1");
+      answer.stream = response.body;
+      this.flush();
+      return;
+    }
+    const failed = () => {
+      // The body failed while being read: the connection cannot be answered in order any more.
+      answer.status = 500;
+      this.abort();
+    };
+    if (TEXT.test(type)) {
+      // JSON and text: head and body written as one string (one native encoding, no copy).
+      response.text().then((text) => {
+        const length = Buffer.byteLength(text, "utf8");
+        const head = encodeHead(status, response.headers, { length }, answer, this.date());
+        // A head past ASCII (a latin1 header value) is written as latin1, not as UTF-8.
+        if (Buffer.byteLength(head, "utf8") !== head.length) {
+          answer.bytes = joined(head, noBody ? EMPTY : Buffer.from(text, "utf8"));
+        } else {
+          answer.bytes = noBody ? head : head + text;
+          answer.length = noBody ? head.length : head.length + length;
+        }
+        this.flush();
+      }, failed);
+      return;
+    }
+    response.bytes().then((bytes) => {
+      const head = encodeHead(status, response.headers, { length: bytes.byteLength }, answer, this.date());
+      answer.bytes = joined(head, noBody ? EMPTY : bytes);
+      this.flush();
+    }, failed);
+  }
+
+  /** Writes every ready answer at the head of the queue. */
+  flush(): void {
+    while (this.streaming === undefined && !this.ending) {
+      const answer = this.queue[0];
+      if (answer?.bytes === undefined) break;
+      this.write(answer.bytes, answer.length);
+      answer.written?.(answer.status);
+      if (answer.stream !== undefined) {
+        this.pump(answer, answer.stream.getReader() as ReadableStreamDefaultReader<Uint8Array>);
+        return;
+      }
+      this.queue.shift();
+      if (answer.close) this.end();
+    }
+    this.onWritten();
+  }
+
+  /**
+   * Writes bytes, or a string as UTF-8 (`length`: its UTF-8 length when known); what the socket
+   * does not take waits for its drain.
+   */
+  write(
+    data: Uint8Array | string,
+    length = typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength,
+  ): void {
+    if (this.closed) return;
+    if (this.pending.length > 0) {
+      this.pending.push(typeof data === "string" ? Buffer.from(data, "utf8") : data);
+      this.pendingBytes += length;
+      return;
+    }
+    const sent = Math.max(this.socket.write(data), 0);
+    if (sent < length) {
+      const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+      this.pending.push(bytes.subarray(sent));
+      this.pendingBytes += length - sent;
+    }
+  }
+
+  /**
+   * Answers the client has not read yet pass MAX_BACKLOG: the connection reads no more requests
+   * until they drain (a client that pipelines without reading would otherwise grow them forever).
+   */
+  get backlogged(): boolean {
+    return this.pendingBytes > MAX_BACKLOG;
+  }
+
+  drain(): void {
+    while (this.pending.length > 0 && !this.closed) {
+      const bytes = this.pending[0] as Uint8Array;
+      const sent = Math.max(this.socket.write(bytes), 0);
+      this.pendingBytes -= sent;
+      if (sent < bytes.byteLength) {
+        this.pending[0] = bytes.subarray(sent);
+        return;
+      }
+      this.pending.shift();
+    }
+    if (this.ending) this.socket.end();
+    const pump = this.pumpOnDrain;
+    this.pumpOnDrain = undefined;
+    pump?.();
+    this.onWritten();
+  }
+
+  /** Ends the connection once everything queued for writing is written. */
+  end(): void {
+    this.ending = true;
+    if (this.pending.length === 0) this.socket.end();
+  }
+
+  /** The peer is gone: nothing more is written; stats still count each answer as it settles. */
+  onClose(): void {
+    this.closed = true;
+    this.streaming?.cancel().catch(() => undefined);
+    this.streaming = undefined;
+    for (const answer of this.queue) if (answer.bytes !== undefined) answer.written?.(answer.status);
+  }
+
+  /** A failed answer leaves a gap in the order: the connection is closed instead. */
+  private abort(): void {
+    this.closed = true;
+    this.socket.end();
+  }
+
+  private pump(answer: Answer, reader: ReadableStreamDefaultReader<Uint8Array>): void {
+    this.streaming = reader;
+    const next = (): void => {
+      reader.read().then(
+        ({ done, value }) => {
+          if (this.closed) return;
+          if (done) {
+            if (!answer.http10) this.write(LAST_CHUNK);
+            this.streaming = undefined;
+            this.queue.shift();
+            if (answer.close) this.end();
+            this.flush();
+            return;
+          }
+          if (value.byteLength > 0) {
+            this.write(answer.http10 ? value : chunk(value));
+          }
+          if (this.pending.length > 0) this.pumpOnDrain = next;
+          else next();
+        },
+        () => this.abort(),
+      );
+    };
+    next();
+  }
+}
+
+function joined(head: string, body: Uint8Array): Uint8Array {
+  const headLength = Buffer.byteLength(head, "latin1");
+  const out = Buffer.allocUnsafe(headLength + body.byteLength);
+  out.write(head, 0, "latin1");
+  out.set(body, headLength);
+  return out;
+}
+
+function chunk(value: Uint8Array): Uint8Array {
+  return Buffer.concat([Buffer.from(`${value.byteLength.toString(16)}\r\n`, "latin1"), value, CRLF]);
+}

@@ -1,0 +1,247 @@
+import cluster from "node:cluster";
+import type { Socket } from "bun";
+import { AppError, errorBody } from "../../infra/errors";
+import { appErrorResponse } from "../error-envelope";
+import type { NodeServerHandle, ServedApp } from "../node-server";
+import { type RequestStats, requestIdOf } from "../request-stats";
+import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } from "./connection";
+import { encodeHead } from "./encode";
+import type { Refusal, RequestHead } from "./head";
+import type { Answer } from "./output";
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+export interface H1ServerOptions {
+  port: number;
+  hostname: string;
+  /** Bodies past it are refused with 413 in the envelope: declared ones before a byte is read. */
+  maxRequestBodySize: number;
+  /** Whatever escapes every handler: logged, answered 500 in the envelope. */
+  onError(error: Error): void;
+  /** Counts each answer by route and status (and writes the access log when enabled). */
+  requests?: RequestStats;
+  timeouts?: Partial<Timeouts>;
+  /** The clock the timeouts read (tests move it), and how often connections are swept. */
+  now?: () => number;
+  sweepMs?: number;
+}
+
+/** A Host field value this server builds a URL of: a name or address and an optional port. */
+const USABLE_HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+/**
+ * Whether a Host is one to build a URL of, remembering the last usable one (clients send the same
+ * one request after request).
+ */
+function hostCheck(): (host: string | null | undefined) => host is string {
+  let last = "";
+  return (host): host is string => {
+    if (host === last) return true;
+    if (typeof host !== "string" || !USABLE_HOST.test(host)) return false;
+    last = host;
+    return true;
+  };
+}
+
+/** The connection a request came on (for the peer address), kept on the request itself. */
+const PEER = Symbol("h1 connection");
+
+/** A field's value when it is sent once (a repeated one is joined, as Headers joins it). */
+function fieldOf(head: RequestHead, lowerName: string): string | undefined {
+  let found: string | undefined;
+  for (const [name, value] of head.headers) {
+    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
+      found = found === undefined ? value : `${found}, ${value}`;
+    }
+  }
+  return found;
+}
+
+const json = { "content-type": "application/json" };
+
+function internalError(): Response {
+  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+    status: 500,
+    headers: json,
+  });
+}
+
+/**
+ * Serves the app over HTTP/1.1 parsed by this module (src/http/h1) on `Bun.listen`: each
+ * connection's requests are handled as they arrive and answered in order, whatever each handler
+ * awaits, which `Bun.serve` does not do for pipelining clients (src/http/node-server.ts). The
+ * app's native routes (`serve.routes`, keyed decide) are called directly with a `Request`,
+ * everything else through `app.fetch`; answers carry `x-request-id` and are counted once written.
+ */
+export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOptions): A {
+  const routes = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??
+    {}) as Record<string, Record<string, Handler>>;
+  const requests = options.requests;
+  const now = options.now ?? Date.now;
+  let clock = now();
+  let date = new Date().toUTCString();
+  const connections = new Set<Connection>();
+  const usableHost = hostCheck();
+
+  const newAnswer = (head: RequestHead | undefined, requestId: string): Answer => ({
+    requestId,
+    headOnly: head?.method === "HEAD",
+    http10: head?.http10 ?? false,
+    close: false,
+    keepAlive10: head?.http10 === true && head.keepAlive,
+    bytes: undefined,
+    stream: undefined,
+    written: undefined,
+    status: 0,
+    length: undefined,
+  });
+
+  const context: ConnectionContext = {
+    maxBodyBytes: options.maxRequestBodySize,
+    timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
+    now: () => clock,
+    date: () => date,
+    refusal(connection: Connection, refusal: Refusal): Answer {
+      const answer = newAnswer(undefined, requestIdOf(undefined));
+      answer.close = true;
+      answer.status = refusal.status;
+      const code = refusal.status === 413 ? "payload_too_large" : "bad_request";
+      const body = JSON.stringify(errorBody(code, refusal.message));
+      const head = encodeHead(refusal.status, new Headers(json), { length: Buffer.byteLength(body) }, answer, date);
+      answer.bytes = Buffer.from(head + body, "utf8");
+      connection.output.queue.push(answer);
+      connection.output.flush();
+      return answer;
+    },
+    dispatch(connection: Connection, head: RequestHead, body: Uint8Array | undefined): Answer {
+      const startedAt = performance.now();
+      const output = connection.output;
+      const target = head.target;
+      const query = target.indexOf("?");
+      const path = query === -1 ? target : target.slice(0, query);
+      const native = routes[path]?.[head.method];
+      let request: Request | undefined;
+      if (usableHost(head.host) && target.charCodeAt(0) === 47) {
+        try {
+          request = new Request(`http://${head.host}${target}`, {
+            method: head.method,
+            headers: head.headers,
+            body: head.method === "GET" || head.method === "HEAD" ? undefined : body,
+          });
+        } catch {
+          request = undefined;
+        }
+      }
+      const answer = newAnswer(head, requestIdOf(fieldOf(head, "x-request-id")));
+      output.queue.push(answer);
+      if (requests !== undefined) {
+        const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
+        const site = fieldOf(head, "x-svc-site-id");
+        answer.written = (status) => {
+          try {
+            const seconds = (performance.now() - startedAt) / 1000;
+            requests.answered(
+              stats,
+              head.method,
+              path,
+              status,
+              seconds,
+              answer.requestId,
+              site,
+              // The client address is read only for the access log (off by default).
+              requests.accessLog ? connection.socket.remoteAddress : undefined,
+              requests.accessLog ? fieldOf(head, "x-forwarded-for") : undefined,
+            );
+          } catch {
+            // Counting an answer already written must never fail it.
+          }
+        };
+      }
+      if (request === undefined) {
+        output.settle(answer, appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")));
+        return answer;
+      }
+      (request as unknown as Record<symbol, Connection>)[PEER] = connection;
+      let result: Response | Promise<Response>;
+      try {
+        result = native === undefined ? app.fetch(request) : native(request);
+      } catch (error) {
+        result = Promise.reject(error);
+      }
+      if (result instanceof Promise) {
+        result.then(
+          (response) => output.settle(answer, response),
+          (error: unknown) => {
+            options.onError(error instanceof Error ? error : new Error(String(error)));
+            output.settle(answer, internalError());
+          },
+        );
+      } else output.settle(answer, result);
+      return answer;
+    },
+  };
+
+  const listener = Bun.listen({
+    hostname: options.hostname,
+    port: options.port,
+    allowHalfOpen: true,
+    // A cluster's workers (SVC_WORKERS) share the port; a lone server must still fail on a taken one.
+    reusePort: cluster.isWorker,
+    socket: {
+      // Reads as plain Uint8Arrays (connection.ts searches and decodes them with Buffer's methods).
+      binaryType: "uint8array",
+      open(socket: Socket<Connection>) {
+        socket.setNoDelay(true);
+        const connection = new Connection(socket as Socket<unknown>, context);
+        socket.data = connection;
+        connections.add(connection);
+      },
+      data(socket: Socket<Connection>, chunk: Uint8Array) {
+        socket.data.onData(chunk);
+      },
+      drain(socket: Socket<Connection>) {
+        socket.data.output.drain();
+      },
+      end(socket: Socket<Connection>) {
+        socket.data.onEnd();
+      },
+      close(socket: Socket<Connection>) {
+        const connection = socket.data;
+        if (connection === undefined) return;
+        connections.delete(connection);
+        connection.output.onClose();
+      },
+      error(socket: Socket<Connection>, error: Error) {
+        options.onError(error);
+        socket.end();
+      },
+    },
+  } as Bun.TCPSocketListenOptions<Connection>);
+
+  const sweeper = setInterval(() => {
+    clock = now();
+    date = new Date().toUTCString();
+    for (const connection of connections) connection.sweep(clock);
+  }, options.sweepMs ?? 1000);
+  sweeper.unref();
+
+  const handle: NodeServerHandle = {
+    port: listener.port,
+    hostname: options.hostname,
+    requestIP(request) {
+      const socket = (request as unknown as Record<symbol, Connection | undefined>)[PEER]?.socket;
+      return socket === undefined
+        ? null
+        : { address: socket.remoteAddress, family: socket.remoteFamily, port: socket.remotePort };
+    },
+    async stop(closeActiveConnections = false) {
+      clearInterval(sweeper);
+      listener.stop(closeActiveConnections);
+      for (const connection of connections) {
+        if (closeActiveConnections) connection.socket.end();
+        else connection.closeIfIdle();
+      }
+    },
+  };
+  app.server = handle;
+  return app;
+}
