@@ -574,6 +574,11 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
 
   // Admin
   "get /admin/audit": admin("The operator plane's audit trail", ADMIN_READ),
+  "get /admin/db/stats": admin("The store's size: the database, and each table's row estimate and bytes", ADMIN_READ),
+  "get /admin/db/backup": admin(
+    "A consistent dump of the embedded store, gzipped (`svc backup`); 409 on a Postgres server (use pg_dump)",
+    [200, 401, 409, 500, 503],
+  ),
   "get /admin/tenants": admin("Tenants", ADMIN_READ, TenantsAnswer),
   "post /admin/tenants": admin("Create a tenant", ADMIN_CREATE, CreatedTenantAnswer),
   "put /admin/tenants/{tenant}/identity-provider": admin("Connect the tenant's identity provider"),
