@@ -7,6 +7,6 @@ const path = process.env.SVC_CHROMIUM || "/usr/bin/chromium";
 if (existsSync(path)) process.exit(0);
 console.error(
   `No Chromium at ${path}: the browser tests need it. Install Debian's chromium package ` +
-    "(sudo apt-get install chromium), or set SVC_CHROMIUM to a Chromium binary.",
+    "(as root: apt-get -y install chromium), or set SVC_CHROMIUM to a Chromium binary.",
 );
 process.exit(1);
