@@ -17,15 +17,16 @@ import type { Deps } from "./deps";
 import { adminGiftRoutes } from "./gifts/admin-routes";
 import { giftRoutes } from "./gifts/routes";
 import { grantRoutes } from "./grants/routes";
-import { bodyTooLarge, jsonBody } from "./http/body-limit";
+import { bodyTooLarge } from "./http/body-limit";
 import type { PeerSource } from "./http/client-address";
 import { browserCors } from "./http/cors";
-import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
+import { appErrorResponse, unmatchedErrors } from "./http/error-envelope";
 import { serveOverH1 } from "./http/h1/server";
 import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
 import { serveOverNodeHttp } from "./http/node-server";
-import { type RequestStats, requestIdOf } from "./http/request-stats";
+import { requestIdFor, requestIdOf, tagRequest } from "./http/request-id";
+import type { RequestStats } from "./http/request-stats";
 import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
@@ -45,44 +46,48 @@ import { adminRecommendationRoutes } from "./recommendations/admin-routes";
 import { browserRecommendationRoutes, keyedRecommendationRoutes } from "./recommendations/routes";
 import { streamingRoutes } from "./streaming/routes";
 
-/** A request whose URL no route may read (no Host, bad percent-encoding, NUL) as its 400. */
-function urlRefusal(request: Request): Response | undefined {
+/**
+ * The edge's refusals, before any route is matched: a URL no route may read (no Host, bad
+ * percent-encoding, NUL) as its 400, a declared body over the limit as its 413.
+ */
+function edgeRefusal(request: Request, maxBody: number): Response | undefined {
   try {
     checkRequestUrl(request.url);
-    return undefined;
   } catch (error) {
-    if (error instanceof AppError) return appErrorResponse(error);
+    if (error instanceof AppError) return appErrorResponse(error, requestIdFor(request));
     throw error;
   }
+  return bodyTooLarge(request, maxBody);
 }
 
-/** Builds the whole HTTP app from its dependencies. */
+/**
+ * Builds the whole HTTP app from its dependencies. Each route group carries its own parser,
+ * guard and error rendering (`jsonApi` for the JSON groups, the console's HTML pages, the
+ * newsletter links' pages), scoped to the group: the order of the `.use()` calls below does not
+ * change what any route does. The app itself answers only what no group does (404, the edge's
+ * refusals), in the envelope.
+ */
 export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
   // Under sustained load the requests of one event-loop turn are decided together, after the
   // turn's reads (turn-batch.ts: the hot path's code then runs warm); otherwise at once.
   const decide = perTurn(keyedDecideHandler(deps));
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
-  // path); `app.handle` reaches the same handler through the route below. It is registered
-  // before the global parse hook so Elysia never reads its body.
+  // path); `app.handle` reaches the same handler through the route below, with no body parsing.
   const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: decide } };
   // normalize "typebox": unknown members are still dropped, but a body of the wrong type stays
   // as sent and fails its schema (422). Elysia's default cleaner (exact-mirror) rebuilds an object
   // schema's value from its members, so `0`, `[]` or `"s"` became `{}` and passed.
-  // The payment provider's webhook needs its raw body for the signature: registered here too,
-  // ahead of the JSON parser (it answers its own errors in the envelope).
+  // The payment provider's webhook reads its raw body for the signature (no parsing either) and
+  // answers its own errors in the envelope.
   const webhook = checkoutWebhookHandler(deps);
   const app = new Elysia({ serve: { routes: nativeRoutes } as object, normalize: "typebox" })
-    .post(KEYED_DECIDE_PATH, ({ request }) => decide(request))
-    .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request))
-    // Emailed newsletter links: a one-click unsubscribe POST carries a form body (RFC 8058).
+    .use(unmatchedErrors(deps.logger))
+    .onRequest(({ request }) => edgeRefusal(request, maxBody))
+    .post(KEYED_DECIDE_PATH, ({ request }) => decide(request), { parse: "none" })
+    .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request), { parse: "none" })
     .use(newsletterLinkRoutes(deps))
-    // The console's pages read their own forms and answer their own HTML errors (src/console).
     .use(consoleRoutes(deps))
-    .use(errorEnvelope(deps.logger))
-    .use(jsonBody(maxBody))
-    .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
-    .get("/health", () => ({ ok: true }))
     .use(opsRoutes(deps))
     .use(
       adminRoutes(deps, [
@@ -104,7 +109,7 @@ export function createApp(deps: Deps) {
     .use(igluRoutes(deps))
     .use(interventionRoutes(deps, deps.interventions))
     // The documents describe the whole app, read from its route table on first request.
-    .use(openApiRoutes((): AnyElysia => whole))
+    .use(openApiRoutes(deps, (): AnyElysia => whole))
     .use(ofrepRoutes(deps))
     .use(contentRoutes(deps))
     .use(keyedRecommendationRoutes(deps))
@@ -170,13 +175,13 @@ export function listen(
     development: false,
     error(error: Error) {
       onError(error);
-      return internalErrorResponse();
+      return internalErrorResponse(requestIdOf(undefined));
     },
   });
 }
 
-function internalErrorResponse(): Response {
-  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+function internalErrorResponse(requestId: string): Response {
+  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.", requestId)), {
     status: 500,
     headers: { "content-type": "application/json" },
   });
@@ -208,12 +213,13 @@ function serveOverBun(
     async (request: Request, server?: PeerSource): Promise<Response> => {
       const startedAt = performance.now();
       const id = requestIdOf(request.headers.get("x-request-id"));
+      tagRequest(request, id);
       let response: Response;
       try {
         response = await handler(request);
       } catch (error) {
         options.onError(error instanceof Error ? error : new Error(String(error)));
-        response = internalErrorResponse();
+        response = internalErrorResponse(id);
       }
       try {
         response.headers.set("x-request-id", id);
@@ -260,7 +266,7 @@ function serveOverBun(
     fetch,
     error(error: Error) {
       options.onError(error);
-      return internalErrorResponse();
+      return internalErrorResponse(requestIdOf(undefined));
     },
   }) as unknown as App["server"];
   return app;

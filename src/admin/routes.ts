@@ -1,6 +1,7 @@
 import { type AnyElysia, Elysia } from "elysia";
 import { type AuditRecordDeps, auditRecordOf, READS_BY_POST, recordAudit } from "../audit/summary";
 import type { Config } from "../config";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { AppError } from "../infra/errors";
 import type { KeyService } from "../keys/service";
 import { adminDocumentRoutes } from "./document-routes";
@@ -39,8 +40,9 @@ export interface AdminDeps extends AdminUserDeps, DocumentDeps, AuditRecordDeps 
  * cover the tenant, site and key routes here and every capability's admin group in `groups`
  * (handed in by the app, so this folder imports no capability above it).
  */
-export function adminRoutes(deps: AdminDeps, groups: readonly AnyElysia[] = []) {
+export function adminRoutes(deps: AdminDeps & JsonApiDeps, groups: readonly AnyElysia[] = []) {
   const plane = new Elysia({ prefix: "/admin" })
+    .use(jsonApi(deps))
     .onBeforeHandle(({ request }) => {
       const auth = request.headers.get("authorization");
       const token = auth?.toLowerCase().startsWith("bearer ") ? auth.slice(7).trim() : null;

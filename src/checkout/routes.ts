@@ -5,6 +5,7 @@ import { RateWindows } from "../counters/rate-windows";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
 import { selectedSite } from "../sites/selection";
 import { originRefused } from "./errors";
@@ -36,10 +37,11 @@ export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
  * reader's email. The body is read as an allowlist (model.ts) and never logged or stored. Its
  * CORS, preflight included, is the shared `browserCors`. docs/checkout.md.
  */
-export function checkoutRoutes(deps: CheckoutRouteDeps) {
+export function checkoutRoutes(deps: CheckoutRouteDeps & JsonApiDeps) {
   const checkout = checkoutDepsOf(deps);
   const rate = new RateWindows(CHECKOUT_LIMIT, CHECKOUT_WINDOW_MS);
   const routes = new Elysia({ prefix: "/svc/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ browser: true })
     .post(

@@ -1,13 +1,20 @@
 import { Elysia } from "elysia";
+import { classify } from "../http/error-envelope";
 import { consoleAuthRoutes } from "./auth-routes";
 import { type ConsoleDocumentDeps, consoleDocumentRoutes } from "./document-routes";
+import { errorPage } from "./guard";
 import { consoleSiteRoutes } from "./site-routes";
 
 /**
  * The operator console under /console (docs/console.md): server-rendered pages, its own cookie
- * and CSRF tokens, and its own HTML error pages. Mounted ahead of the JSON body parser and the
- * JSON error envelope: its forms are read by its own handlers.
+ * and CSRF tokens, and its own HTML error pages, for its handlers' failures (src/console/guard.ts)
+ * and for what fails before a handler runs. Its forms are read by its own handlers
+ * (`parse: "none"` on every route), wherever the app registers the group.
  */
 export function consoleRoutes(deps: ConsoleDocumentDeps) {
-  return new Elysia().use(consoleAuthRoutes(deps)).use(consoleSiteRoutes(deps)).use(consoleDocumentRoutes(deps));
+  return new Elysia()
+    .onError({ as: "local" }, ({ code, error }) => errorPage(deps, classify(error, code) ?? error, null))
+    .use(consoleAuthRoutes(deps))
+    .use(consoleSiteRoutes(deps))
+    .use(consoleDocumentRoutes(deps));
 }

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
 import { SyncBody, SyncReply } from "./model";
 import { type ContentDeps, syncContent } from "./service";
@@ -15,8 +16,9 @@ export type ContentRouteDeps = CredentialDeps & {
  * POST /v1/content/sync (`/v1` only): change notices from the organization's CMS, one re-read
  * owed per id. An API key; the site is the key's pin.
  */
-export function contentRoutes(deps: ContentRouteDeps) {
+export function contentRoutes(deps: ContentRouteDeps & JsonApiDeps) {
   return new Elysia({ prefix: "/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { siteFromKey: true } })
     .post("/content/sync", ({ site, body }) => syncContent(deps.contentDeps, site, body.events), {

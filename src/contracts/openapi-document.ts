@@ -79,11 +79,12 @@ const ERROR_ENVELOPE = {
   properties: {
     error: {
       type: "object",
-      required: ["code", "message"],
+      required: ["code", "message", "requestId"],
       properties: {
         code: { type: "string", description: "Open set: branch on it and on the status only." },
         message: { type: "string" },
         details: { description: "Unstable in v1: log it, never parse it." },
+        requestId: { type: "string", description: "The answer's x-request-id: quote it to the operator." },
       },
     },
   },

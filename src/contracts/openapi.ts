@@ -1,6 +1,7 @@
 import { dirname, join } from "node:path";
 import { SwaggerUIRender } from "@elysiajs/openapi/swagger";
 import { type AnyElysia, Elysia, t } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { AppError } from "../infra/errors";
 import { describeApi, describeKeyedDecide } from "./openapi-document";
 
@@ -24,7 +25,7 @@ const ASSETS: Readonly<Record<string, string>> = {
  * and GET /openapi (the explorer): public, since they name no site and no secret. The documents
  * are built on first read from the app's route table, which `app` returns once the app is built.
  */
-export function openApiRoutes(app: () => AnyElysia) {
+export function openApiRoutes(deps: JsonApiDeps, app: () => AnyElysia) {
   let whole: Json | undefined;
   let wholeJson: string | undefined;
   let decideJson: string | undefined;
@@ -43,6 +44,7 @@ export function openApiRoutes(app: () => AnyElysia) {
   const json = (body: string) =>
     new Response(body, { headers: { "content-type": "application/json", "cache-control": "public, max-age=300" } });
   return new Elysia()
+    .use(jsonApi(deps))
     .get(API_DOCUMENT_PATH, () => json(wholeText()))
     .get(OPENAPI_PATH, () => json(decideText()))
     .get(EXPLORER_PATH, () => {

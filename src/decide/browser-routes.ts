@@ -4,6 +4,7 @@ import type { RateWindows } from "../counters/rate-windows";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors, corsPolicy } from "../http/cors";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import type { BrowserIdentity } from "../identity/browser-credential";
 import { credentials } from "../identity/credentials";
@@ -64,9 +65,10 @@ function checkOrigin(site: SiteState, origin: string | null): void {
  * CORS, preflight included, is the shared `browserCors`; refusing an origin the site does not
  * list (403) is part of this route's browser credential.
  */
-export function browserDecideRoutes(deps: BrowserDecideDeps) {
+export function browserDecideRoutes(deps: BrowserDecideDeps & JsonApiDeps) {
   const engine = deps.decisions;
   const routes = new Elysia({ prefix: "/svc/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ browser: true })
     .post(
@@ -121,9 +123,10 @@ const ForwardQuery = t.Object({
  * destination. No key, no origin check; identity is the access cookie; no meter is charged.
  * No CORS either (`cors: "navigation"`): a navigation reads none, and a fetch must not follow it.
  */
-export function forwardRoutes(deps: BrowserDecideDeps, prefix: Mount) {
+export function forwardRoutes(deps: BrowserDecideDeps & JsonApiDeps, prefix: Mount) {
   const engine = deps.decisions;
   return new Elysia({ prefix })
+    .use(jsonApi(deps))
     .use(corsPolicy)
     .use(credentials(deps))
     .guard({ browser: true })

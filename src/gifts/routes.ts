@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { MintGiftBody, MintGiftReply, RevokeGiftBody, RevokeGiftReply } from "./model";
 import { type GiftDeps, mintGift, revokeGift } from "./service";
@@ -10,8 +11,9 @@ export type GiftRouteDeps = CredentialDeps & GiftDeps;
  * Gift links, server to server (`/v1` only; a key of the site): the publisher's back end mints a
  * link for its signed-in reader and revokes it on their behalf. docs/gift-links.md.
  */
-export function giftRoutes(deps: GiftRouteDeps) {
+export function giftRoutes(deps: GiftRouteDeps & JsonApiDeps) {
   return new Elysia({ prefix: "/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: false } })
     .post(

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { GrantsReply } from "./model";
@@ -13,9 +14,10 @@ export type GrantRouteDeps = CredentialDeps;
  * exist in every identity mode, so the route answers in every mode; at an `external_only` site
  * a caller has no service session, so it answers 401 there.
  */
-export function grantRoutes(deps: GrantRouteDeps, prefix: Mount) {
+export function grantRoutes(deps: GrantRouteDeps & JsonApiDeps, prefix: Mount) {
   const id = deps.identityDeps;
   return new Elysia({ prefix })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ session: "any-mode" })
     .get(

@@ -1,6 +1,6 @@
-import { Elysia } from "elysia";
 import { AppError, errorResponse } from "../infra/errors";
 import { checkJsonShape } from "./json-shape";
+import { requestIdFor } from "./request-id";
 
 const tooLarge = () => new AppError("payload_too_large", "The request body is too large.");
 
@@ -14,7 +14,7 @@ export function bodyTooLarge(
   length: string | null = request.headers.get("content-length"),
 ): Response | undefined {
   if (length !== null && Number(length) > maxBytes) {
-    return errorResponse(413, "payload_too_large", "The request body is too large.");
+    return errorResponse(413, "payload_too_large", "The request body is too large.", requestIdFor(request));
   }
   return undefined;
 }
@@ -82,14 +82,14 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
 }
 
 /**
- * Strict JSON bodies for every route: a malformed body is a 400 (never silently read as a
+ * Strict JSON bodies, the parse hook of every JSON route group (`jsonApi`): a malformed body is a 400 (never silently read as a
  * string), a body of another media type is a 400 (never parsed as a form or text, which no
  * route's schema expects), a chunked body over the limit is a 413, a body nested deeper than
  * MAX_JSON_DEPTH is a 400 and one holding text Postgres cannot store is a 422, all in the
  * envelope and before any schema check runs.
  */
 export function jsonBody(maxBytes: number) {
-  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request, contentType }) => {
+  return async ({ request, contentType }: { request: Request; contentType: string }): Promise<unknown> => {
     if (!contentType?.startsWith("application/json")) {
       // No body at all (a preflight, a DELETE): nothing to refuse.
       const length = request.headers.get("content-length");
@@ -99,5 +99,5 @@ export function jsonBody(maxBytes: number) {
     const body = await readJsonBody(request, maxBytes);
     checkJsonShape(body);
     return body;
-  });
+  };
 }

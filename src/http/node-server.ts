@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { AppError, errorBody } from "../infra/errors";
 import { appErrorResponse } from "./error-envelope";
-import { type RequestStats, type RouteStats, requestIdOf } from "./request-stats";
+import { requestIdOf, tagRequest } from "./request-id";
+import type { RequestStats, RouteStats } from "./request-stats";
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
@@ -59,8 +60,8 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
   const routes = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??
     {}) as Record<string, Record<string, Handler>>;
   const peers = new WeakMap<Request, { address: string; family: string; port: number }>();
-  const internalError = () =>
-    new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+  const internalError = (requestId: string) =>
+    new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.", requestId)), {
       status: 500,
       headers: { "content-type": "application/json" },
     });
@@ -91,13 +92,14 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
     if (host === undefined || !target.startsWith("/") || !URL.canParse(url)) {
       void send(
         res,
-        appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")),
+        appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid."), answering.id),
         req,
         answering,
       );
       return;
     }
     const request = new Request(url, { method, headers: req.headers as Record<string, string>, body });
+    tagRequest(request, answering.id);
     const socket = req.socket;
     peers.set(request, {
       address: socket.remoteAddress ?? "",
@@ -115,7 +117,7 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
         (response) => send(res, response, req, answering),
         (error: unknown) => {
           options.onError(error instanceof Error ? error : new Error(String(error)));
-          return send(res, internalError(), req, answering);
+          return send(res, internalError(answering.id), req, answering);
         },
       );
     } else void send(res, answer, req, answering);
@@ -159,14 +161,16 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
     if (!socket.writable) return socket.destroy();
     const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
     const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    const requestId = requestIdOf(undefined);
     const body = JSON.stringify(
       errorBody(
         "bad_request",
         tooLarge ? "The request line or headers are too large." : "The request is not valid HTTP/1.1.",
+        requestId,
       ),
     );
     socket.end(
-      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestIdOf(undefined)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
   // Bun.serve's default idle timeout, so keep-alive clients see the same server either way.

@@ -1,20 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { Buckets, REQUEST_BUCKETS } from "../infra/histogram";
 import type { Logger } from "../logger";
 import type { ClientAddresses } from "./client-address";
-
-/** What a client may send as `x-request-id`: printable ASCII, no spaces, 1 to 128 characters. */
-const VALID_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
-
-/** The request's id: the client's `x-request-id` when it is valid, otherwise a new UUID. */
-export function requestIdOf(sent: string | string[] | null | undefined): string {
-  return typeof sent === "string" && VALID_REQUEST_ID.test(sent) ? sent : randomUUID();
-}
-
-/** The site a request names in `x-svc-site-id`, for the access log (bounded, never a credential). */
-function siteOf(sent: string | string[] | null | undefined): string | undefined {
-  return typeof sent === "string" && VALID_REQUEST_ID.test(sent) ? sent : undefined;
-}
+import { boundedHeader } from "./request-id";
 
 /** One route's answers by status: a count and a latency histogram each. */
 export class RouteStats {
@@ -147,7 +134,7 @@ export class RequestStats {
         route: route.route,
         status,
         durationMs: Math.round(seconds * 1e6) / 1e3,
-        site: siteOf(site),
+        site: boundedHeader(site),
         client: this.clients?.addressFrom(
           peer,
           Array.isArray(forwardedFor) ? forwardedFor.join(", ") : (forwardedFor ?? null),

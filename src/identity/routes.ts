@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
 import { corsPolicy } from "../http/cors";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { AppError } from "../infra/errors";
 import { selectedSite } from "../sites/selection";
@@ -54,10 +55,11 @@ export interface IdentityRouteDeps extends CredentialDeps {
 }
 
 /** The identity routes of one mount (`/v1` or `/svc/v1`): sessions, magic links, profile, exchange. */
-export function identityRoutes(deps: IdentityRouteDeps, prefix: Mount) {
+export function identityRoutes(deps: IdentityRouteDeps & JsonApiDeps, prefix: Mount) {
   const id = deps.identityDeps;
   const site = (request: Request, fallback?: string | null) => selectedSite(deps.registry, request, fallback);
   return new Elysia({ prefix })
+    .use(jsonApi(deps))
     .use(corsPolicy)
     .use(credentials(deps))
     .post(

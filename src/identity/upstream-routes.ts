@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { type CredentialDeps, credentials } from "./credentials";
 import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
 import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";
@@ -7,9 +8,10 @@ import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./up
 export type UpstreamPushRouteDeps = CredentialDeps;
 
 /** POST /v1/id/upstream/*: the upstream system's pushes about its people (`/v1` only; a key of any of the tenant's sites). */
-export function upstreamPushRoutes(deps: UpstreamPushRouteDeps) {
+export function upstreamPushRoutes(deps: UpstreamPushRouteDeps & JsonApiDeps) {
   const id = deps.identityDeps;
   return new Elysia({ prefix: "/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: true } })
     .post("/id/upstream/revoke-sessions", ({ site, body }) => revokeSessions(id, site.tenantId, body), {

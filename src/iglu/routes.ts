@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { Config } from "../config";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
 import { notFound } from "../infra/errors";
 import { EVENT_SCHEMAS, igluUri, selfDescribing } from "./schemas";
@@ -28,7 +29,7 @@ const unknownSchema = () => notFound("Unknown schema.");
  * repository of type Iglu Server with base `<service>/v1/iglu` and the API key in `apikey`.
  * The site is the key's pin; a site header naming another site is refused (403).
  */
-export function igluRoutes(deps: IgluRouteDeps) {
+export function igluRoutes(deps: IgluRouteDeps & JsonApiDeps) {
   const vendor = deps.config.igluVendor;
   const uris = EVENT_SCHEMAS.map((s) => igluUri(vendor, s.name, s.version));
   const documents = new Map(EVENT_SCHEMAS.map((s) => [`${s.name}/${s.version}`, selfDescribing(vendor, s)]));
@@ -37,6 +38,7 @@ export function igluRoutes(deps: IgluRouteDeps) {
       (s) => igluUri(vendor, s.name, s.version),
     );
   return new Elysia({ prefix: "/v1/iglu" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { siteFromKey: true, keyHeader: "apikey" } })
     .get("/schemas", ({ set }) => {

@@ -52,11 +52,18 @@ export function statusOf(error: AppError): number {
 }
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: unknown };
+  error: { code: ErrorCode; message: string; details?: unknown; requestId: string };
 }
 
-export function errorBody(code: ErrorCode, message: string, details?: unknown): ErrorBody {
-  return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
+/**
+ * The envelope. `requestId` is the answer's `x-request-id`, so a publisher quoting an error body
+ * gives the operator the line to find in the log (the spec's envelope allows members beyond
+ * code, message and details; clients branch on `code` and the status only).
+ */
+export function errorBody(code: ErrorCode, message: string, requestId: string, details?: unknown): ErrorBody {
+  return details === undefined
+    ? { error: { code, message, requestId } }
+    : { error: { code, message, details, requestId } };
 }
 
 /** A JSON error Response, for the few places that answer before Elysia's handlers run. */
@@ -64,9 +71,10 @@ export function errorResponse(
   status: number,
   code: ErrorCode,
   message: string,
+  requestId: string,
   headers?: Record<string, string>,
 ): Response {
-  return new Response(JSON.stringify(errorBody(code, message)), {
+  return new Response(JSON.stringify(errorBody(code, message, requestId)), {
     status,
     headers: { "content-type": "application/json", ...headers },
   });

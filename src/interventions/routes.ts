@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";
@@ -21,8 +22,9 @@ export type InterventionRouteDeps = CredentialDeps;
  * server that decisions for its subjects may have changed, so it decides again. An API key of the
  * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it).
  */
-export function interventionRoutes(deps: InterventionRouteDeps, hub: InterventionHub) {
+export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hub: InterventionHub) {
   return new Elysia({ prefix: "/v1/decide" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: false } })
     .get(

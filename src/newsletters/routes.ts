@@ -1,8 +1,9 @@
 import { Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses, PeerSource } from "../http/client-address";
-import { appErrorResponse } from "../http/error-envelope";
+import { appErrorResponse, errorResponseOf, type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
+import { requestIdFor } from "../http/request-id";
 import { trustedLinkOrigin } from "../identity/link-origin";
 import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
@@ -49,9 +50,10 @@ const LINK_MOUNT = "/v1";
  * CORS: the site's lists (no credential), and a person's subscriptions (session, upstream
  * login, API key with `userId`, or nobody). docs/newsletters.md.
  */
-export function newsletterRoutes(deps: NewsletterRouteDeps, prefix: Mount) {
+export function newsletterRoutes(deps: NewsletterRouteDeps & JsonApiDeps, prefix: Mount) {
   const nl = deps.newsletters;
   return new Elysia({ prefix })
+    .use(jsonApi(deps))
     .get("/newsletters/lists", ({ request }) => listsOf(selectedSite(deps.registry, request)))
     .get(
       "/newsletters/subscriptions",
@@ -101,9 +103,9 @@ function selfOf(request: Request): string {
 
 /**
  * The emailed links, on `/v1` only: confirmation (GET shows a page, POST confirms) and RFC 8058
- * one-click unsubscribe (GET shows a page with a button, POST unsubscribes at once). Registered
- * ahead of the app's JSON body parser: a mail client's one-click POST sends a form body
- * (`List-Unsubscribe=One-Click`), which these routes never read. They answer pages, not JSON.
+ * one-click unsubscribe (GET shows a page with a button, POST unsubscribes at once). A mail
+ * client's one-click POST sends a form body (`List-Unsubscribe=One-Click`), which these routes
+ * never read (`parse: "none"`). They answer pages, not JSON.
  */
 export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
   const nl = deps.newsletters;
@@ -113,12 +115,15 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
       try {
         return await handler(request, server);
       } catch (error) {
-        if (error instanceof AppError) return appErrorResponse(error);
+        if (error instanceof AppError) return appErrorResponse(error, requestIdFor(request));
         deps.logger.error("newsletter link failed", { error: String(error) });
         return page(outcomePage({ kind: "unknown_link", label: null }).replace("not valid", "not usable now"), 500);
       }
     };
+  // Its own error rendering (the envelope) for what fails before a handler runs; its bodies are
+  // never parsed (a one-click unsubscribe posts a form).
   return new Elysia({ prefix: LINK_MOUNT })
+    .onError({ as: "local" }, ({ code, error, request }) => errorResponseOf(deps.logger, request, error, code))
     .get(
       "/newsletters/confirm",
       guarded(async (request) => {
@@ -138,6 +143,7 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
         );
         return page(outcomePage(outcome), outcomeStatus(outcome.kind));
       }),
+      { parse: "none" },
     )
     .get(
       "/newsletters/unsubscribe",
@@ -153,5 +159,6 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
         const outcome = await unsubscribeByLink(nl, tenantOf(deps.registry, request), tokenOf(request));
         return page(outcomePage(outcome), outcomeStatus(outcome.kind));
       }),
+      { parse: "none" },
     );
 }

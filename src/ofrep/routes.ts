@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { KeyedRate } from "../counters/quota-leases";
 import { takeKeyedRateFields } from "../counters/take-rate";
 import type { DecisionEngine } from "../decide/engine";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
@@ -40,7 +41,7 @@ export type OfrepDeps = Parameters<typeof credentials>[0] & {
   readonly decisions: DecisionEngine;
 };
 
-export function ofrepRoutes(deps: OfrepDeps) {
+export function ofrepRoutes(deps: OfrepDeps & JsonApiDeps) {
   const engine = deps.decisions;
   // The same window as keyed decide, named as it: OFREP calls spend it too.
   const policy = { name: "keyed-decide", limit: deps.keyedDecideRate.limit, windowMs: deps.keyedDecideRate.windowMs };
@@ -51,6 +52,7 @@ export function ofrepRoutes(deps: OfrepDeps) {
     return { now, fields, ...(await engine.chooseDocument(site, token, now)) };
   };
   return new Elysia({ prefix: "/ofrep/v1/evaluate" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { anySiteOfTenant: false } })
     .post(

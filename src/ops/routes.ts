@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { operatorTokenMatches } from "../admin/operator-token";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { AppError } from "../infra/errors";
 import { type MetricsDeps, metricsRegistry } from "./metrics";
 import { READY_RETRY_AFTER_SECONDS, type ReadinessDeps, readiness } from "./ready";
@@ -8,12 +9,15 @@ import { READY_RETRY_AFTER_SECONDS, type ReadinessDeps, readiness } from "./read
 export interface OpsDeps extends MetricsDeps, ReadinessDeps {}
 
 /**
+ * GET /health: 200 while the process answers at all.
  * GET /ready: 200 when this process should get traffic, 503 with Retry-After otherwise (src/ops/ready.ts).
  * GET /metrics: Prometheus text, for the operator token or SVC_METRICS_TOKEN as a bearer.
  */
-export function opsRoutes(deps: OpsDeps) {
+export function opsRoutes(deps: OpsDeps & JsonApiDeps) {
   const registry = metricsRegistry(deps);
   return new Elysia()
+    .use(jsonApi(deps))
+    .get("/health", () => ({ ok: true }))
     .get("/ready", async ({ set }) => {
       const state = await readiness(deps);
       if (!state.ready) {

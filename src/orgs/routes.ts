@@ -1,6 +1,7 @@
 import { type AnyElysia, Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { ACCESS_COOKIE, setCookie } from "../identity/cookies";
 import { type CredentialDeps, credentials, type SessionCredential } from "../identity/credentials";
@@ -70,7 +71,7 @@ export function orgDepsOf(deps: OrgDepsSource): OrgDeps {
  * `AnyElysia`: the mounts' builder erases route types anyway, and the full chain's type made
  * app.ts's union too complex for the compiler (TS2590).
  */
-export function orgRoutes(deps: OrgRouteDeps, prefix: Mount): AnyElysia {
+export function orgRoutes(deps: OrgRouteDeps & JsonApiDeps, prefix: Mount): AnyElysia {
   const org = orgDepsOf(deps);
   /** The caller the `session` credential resolved (site 400/404, mode 404 at external_only, session 401). */
   const callerOf = ({ site, session, user }: SessionCredential): Caller => ({
@@ -80,6 +81,7 @@ export function orgRoutes(deps: OrgRouteDeps, prefix: Mount): AnyElysia {
   });
   return (
     new Elysia({ prefix })
+      .use(jsonApi(deps))
       .use(credentials(deps))
       .get(
         "/org/invitation",

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { browserCors } from "../http/cors";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { SiteRegistry, SiteState } from "../sites/registry";
@@ -56,9 +57,10 @@ function fullUrl(request: Request): string {
  * GET /v1/recommendations (API key; the site is the key's pin). The subject is `userId`, else
  * `domainUserId`. Answers are cached 15 minutes per key, site and full URL, single-flight.
  */
-export function keyedRecommendationRoutes(deps: KeyedRecommendationDeps) {
+export function keyedRecommendationRoutes(deps: KeyedRecommendationDeps & JsonApiDeps) {
   const r = deps.recommendations;
   return new Elysia({ prefix: "/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { siteFromKey: true } })
     .get(
@@ -78,9 +80,10 @@ export function keyedRecommendationRoutes(deps: KeyedRecommendationDeps) {
  * subject is the access cookie's user, except at an `external_only` site (the service holds no
  * session there), else `domainUserId`. Never cached.
  */
-export function browserRecommendationRoutes(deps: BrowserRecommendationDeps) {
+export function browserRecommendationRoutes(deps: BrowserRecommendationDeps & JsonApiDeps) {
   const r = deps.recommendations;
   const routes = new Elysia({ prefix: "/svc/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ browser: true })
     .get(

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { ChangeFeed } from "../changes/change-feed";
+import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { STREAMING_WRITE } from "../keys/service";
 import type { StreamingFactsCache } from "./facts-cache";
@@ -19,7 +20,7 @@ export interface StreamingRouteDeps extends CredentialDeps {
  * its site declares with source `organization`. An API key holding streaming:write; the site is
  * the key's pin (a site header naming another site is 403).
  */
-export function streamingRoutes(deps: StreamingRouteDeps) {
+export function streamingRoutes(deps: StreamingRouteDeps & JsonApiDeps) {
   const streaming: StreamingDeps = {
     store: deps.streamingStore,
     written: (site, userIds) => {
@@ -28,6 +29,7 @@ export function streamingRoutes(deps: StreamingRouteDeps) {
     },
   };
   return new Elysia({ prefix: "/v1" })
+    .use(jsonApi(deps))
     .use(credentials(deps))
     .guard({ apiKey: { permission: STREAMING_WRITE, siteFromKey: true } })
     .post(

@@ -89,7 +89,7 @@ describe("POST /v1/decide: preview documents, deploy validation and the rate win
     const refused = await decide();
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("8");
-    expect(await refused.json()).toEqual({ error: { code: "rate_limited", message: "Too many requests." } });
+    expect(await refused.json()).toMatchObject({ error: { code: "rate_limited", message: "Too many requests." } });
     // Another key has its own window.
     expect((await decide({}, sportKey, "sport")).status).toBe(200);
     h.clock.advance(7_000);
@@ -104,6 +104,6 @@ describe("POST /v1/decide: preview documents, deploy validation and the rate win
     await h.admin("POST", "/admin/tenants/default/sites/sport/disable");
     const res = await decide({}, sportKey, "sport");
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: { code: "not_found", message: "Unknown site." } });
+    expect(await res.json()).toMatchObject({ error: { code: "not_found", message: "Unknown site." } });
   });
 });

@@ -47,7 +47,9 @@ describe("POST /v1/decide on a listening server (native route)", () => {
   it("answers every refusal in the envelope, the key checked before the body", async () => {
     const missing = await post("{not json", { "x-api-key": "" });
     expect(missing.status).toBe(401);
-    expect(await missing.json()).toEqual({ error: { code: "unauthorized", message: "Invalid or missing API key." } });
+    expect(await missing.json()).toMatchObject({
+      error: { code: "unauthorized", message: "Invalid or missing API key." },
+    });
     const malformed = await post('{"features": [');
     expect(malformed.status).toBe(400);
     expect((await malformed.json()).error.message).toBe("The request body is not valid JSON.");
@@ -56,7 +58,10 @@ describe("POST /v1/decide on a listening server (native route)", () => {
     for (const text of ["   ", "features=teaser", '{"features": ["teaser"]} x']) {
       const bad = await post(text);
       expect(bad.status).toBe(400);
-      expect((await bad.json()).error).toEqual({ code: "bad_request", message: "The request body is not valid JSON." });
+      expect((await bad.json()).error).toMatchObject({
+        code: "bad_request",
+        message: "The request body is not valid JSON.",
+      });
     }
     const empty = await post("");
     expect(empty.status).toBe(422);

@@ -83,7 +83,7 @@ describe("connection-class store errors", () => {
     const res = errorResponseOf(logger, new Request("http://localhost/v1/decide"), driverError("ECONNREFUSED"));
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
-    expect((await res.json()).error).toEqual({
+    expect((await res.json()).error).toMatchObject({
       code: "service_unavailable",
       message: "The store is unavailable; retry shortly.",
     });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { Elysia, t } from "elysia";
-import { errorEnvelope } from "../../src/http/error-envelope";
+import { jsonApi } from "../../src/http/error-envelope";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
 import { type Harness, memoryLogger, seedSite, startHarness } from "../helpers/harness";
@@ -27,7 +27,7 @@ describe("error envelope over the app", () => {
     const res = await h.request("POST", "/v1/decide", { headers: headers(), rawBody: '{"features": [' });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
-      error: { code: "bad_request", message: "The request body is not valid JSON." },
+      error: { code: "bad_request", message: "The request body is not valid JSON.", requestId: expect.any(String) },
     });
   });
 
@@ -59,7 +59,7 @@ describe("error envelope over the app", () => {
     });
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({
-      error: { code: "payload_too_large", message: "The request body is too large." },
+      error: { code: "payload_too_large", message: "The request body is too large.", requestId: expect.any(String) },
     });
   });
 });
@@ -100,7 +100,7 @@ describe("body limits without a declared length (chunked)", () => {
     const res = await streamed(JSON.stringify({ features: ["x".repeat(5000)] }));
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({
-      error: { code: "payload_too_large", message: "The request body is too large." },
+      error: { code: "payload_too_large", message: "The request body is too large.", requestId: expect.any(String) },
     });
   });
 
@@ -114,7 +114,7 @@ describe("error envelope for unexpected errors", () => {
   it("answers 500 without stack or SQL, and logs the error with a request id", async () => {
     const logger = memoryLogger();
     const app = new Elysia()
-      .use(errorEnvelope(logger))
+      .use(jsonApi({ config: { maxBodyBytes: 1024 }, logger }))
       .get("/boom", () => {
         throw new Error('relation "secret_table" does not exist');
       })
@@ -125,10 +125,62 @@ describe("error envelope for unexpected errors", () => {
     expect(body.error.code).toBe("internal_error");
     expect(JSON.stringify(body)).not.toContain("secret_table");
     expect(JSON.stringify(body)).not.toContain("at ");
-    const requestId = body.error.details.requestId;
+    const requestId = body.error.requestId;
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
     const logged = logger.lines.find((l) => l.includes(requestId));
     expect(logged).toBeDefined();
     expect(logged).toContain("secret_table");
   });
+});
+
+describe("route groups carry their own parser and error rendering", () => {
+  const logger = memoryLogger();
+  // A JSON group, and a group that reads its own form bodies and renders its own errors.
+  const jsonGroup = () =>
+    new Elysia({ prefix: "/api" })
+      .use(jsonApi({ config: { maxBodyBytes: 1024 }, logger }))
+      .post("/echo", ({ body }) => body, { body: t.Object({ a: t.Number() }) });
+  const formGroup = () =>
+    new Elysia({ prefix: "/form" })
+      .onError({ as: "local" }, () => new Response("<p>page error</p>", { status: 400 }))
+      .post("/in", async ({ request }) => new Response(`got ${(await request.formData()).get("a")}`), {
+        parse: "none",
+      });
+  const orders = {
+    "JSON group first": () => new Elysia().use(jsonGroup()).use(formGroup()),
+    "form group first": () => new Elysia().use(formGroup()).use(jsonGroup()),
+  };
+
+  for (const [name, build] of Object.entries(orders)) {
+    it(`behaves the same whatever the registration order (${name})`, async () => {
+      const app = build();
+      const bad = await app.handle(
+        new Request("http://localhost/api/echo", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{nope",
+        }),
+      );
+      expect(bad.status).toBe(400);
+      expect((await bad.json()).error.code).toBe("bad_request");
+      const invalid = await app.handle(
+        new Request("http://localhost/api/echo", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"a":"x"}',
+        }),
+      );
+      expect(invalid.status).toBe(422);
+      expect((await invalid.json()).error.code).toBe("validation_failed");
+      const form = await app.handle(
+        new Request("http://localhost/form/in", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "a=1",
+        }),
+      );
+      expect(form.status).toBe(200);
+      expect(await form.text()).toBe("got 1");
+    });
+  }
 });

@@ -84,7 +84,9 @@ describe("upstream pushes", () => {
     ] as const) {
       const res = await push(route, body);
       expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ error: { code: "not_found", message: "No user is bound to that subject." } });
+      expect(await res.json()).toMatchObject({
+        error: { code: "not_found", message: "No user is bound to that subject." },
+      });
     }
   });
 

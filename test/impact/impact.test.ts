@@ -72,7 +72,7 @@ describe.each(storeKinds)("impact before publish (%s store)", (kind) => {
 
   it("answers 409 while nothing is staged", async () => {
     const out = await impact("news", 409);
-    expect(out.error).toEqual({ code: "conflict", message: "No staged document." });
+    expect(out.error).toMatchObject({ code: "conflict", message: "No staged document." });
   });
 
   it("replays the sampled requests: per feature, how many answers would change and from what to what", async () => {

@@ -49,7 +49,7 @@ describe.each(storeKinds)("newsletters, credentials (%s store)", (kind) => {
     const forged = await w.idp.forged({ sub: "up-forged" });
     const res = await w.call("GET", "subscriptions", { site: "dual", headers: { cookie: `idp_token=${forged}` } });
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: { code: "external_credential_invalid", message: REFUSED } });
+    expect(await res.json()).toMatchObject({ error: { code: "external_credential_invalid", message: REFUSED } });
     const old = await w.idp.token(
       { sub: "up-old" },
       { nowMs: w.h.clock.now(), expiresAtSeconds: Math.floor(w.h.clock.now() / 1000) - 5 },

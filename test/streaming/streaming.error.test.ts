@@ -110,7 +110,7 @@ describe.each(storeKinds)("streaming rows refused, and bad bodies (%s store)", (
       // Through the route, a site no longer served is the key guard's 404.
       const res = await postRows(h, key, "engagement", { rows: [] });
       expect(res.status).toBe(404);
-      expect((await res.json()).error).toEqual({ code: "not_found", message: "Unknown site." });
+      expect((await res.json()).error).toMatchObject({ code: "not_found", message: "Unknown site." });
     } finally {
       expect((await h.admin("POST", "/admin/tenants/default/sites/news/enable")).status).toBeLessThan(300);
     }
@@ -120,7 +120,7 @@ describe.each(storeKinds)("streaming rows refused, and bad bodies (%s store)", (
     for (const name of ["nope", "retain", "Engagement", "constructor", "__proto__"]) {
       const res = await postRows(h, key, name, { rows: [] });
       expect(res.status).toBe(404);
-      expect((await res.json()).error).toEqual({ code: "not_found", message: "Unknown pipeline." });
+      expect((await res.json()).error).toMatchObject({ code: "not_found", message: "Unknown pipeline." });
     }
   });
 

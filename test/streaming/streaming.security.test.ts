@@ -36,19 +36,19 @@ describe.each(storeKinds)("streaming writes need a streaming:write key of the si
   it("answers 403 to a key without streaming:write, with the spec's message", async () => {
     const res = await postRows(h, plain, "engagement", rows());
     expect(res.status).toBe(403);
-    expect(await errorOf(res)).toEqual({ code: "forbidden", message: "This key does not hold streaming:write." });
+    expect(await errorOf(res)).toMatchObject({ code: "forbidden", message: "This key does not hold streaming:write." });
     expect(await stored(h, u)).toBeUndefined();
   });
 
   it("answers 401 with no key, an unknown key, or a bearer that is no key", async () => {
     const none = await h.request("POST", "/v1/streaming/engagement", { body: rows() });
     expect(none.status).toBe(401);
-    expect(await errorOf(none)).toEqual({ code: "unauthorized", message: "Missing API key." });
+    expect(await errorOf(none)).toMatchObject({ code: "unauthorized", message: "Missing API key." });
     const presented: Record<string, string>[] = [{ "x-api-key": "svc_unknown" }, { authorization: "Basic abc" }];
     for (const headers of presented) {
       const res = await h.request("POST", "/v1/streaming/engagement", { headers, body: rows() });
       expect(res.status).toBe(401);
-      expect(await errorOf(res)).toEqual({ code: "unauthorized", message: "Invalid or missing API key." });
+      expect(await errorOf(res)).toMatchObject({ code: "unauthorized", message: "Invalid or missing API key." });
     }
     expect(await stored(h, u)).toBeUndefined();
   });

@@ -3,7 +3,8 @@ import type { Socket } from "bun";
 import { AppError, errorBody } from "../../infra/errors";
 import { appErrorResponse } from "../error-envelope";
 import type { NodeServerHandle, ServedApp } from "../node-server";
-import { type RequestStats, requestIdOf } from "../request-stats";
+import { requestIdOf, tagRequest } from "../request-id";
+import type { RequestStats } from "../request-stats";
 import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } from "./connection";
 import { encodeHead } from "./encode";
 import type { Refusal, RequestHead } from "./head";
@@ -58,8 +59,8 @@ function fieldOf(head: RequestHead, lowerName: string): string | undefined {
 
 const json = { "content-type": "application/json" };
 
-function internalError(): Response {
-  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.")), {
+function internalError(requestId: string): Response {
+  return new Response(JSON.stringify(errorBody("internal_error", "Something went wrong.", requestId)), {
     status: 500,
     headers: json,
   });
@@ -105,7 +106,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       answer.close = true;
       answer.status = refusal.status;
       const code = refusal.status === 413 ? "payload_too_large" : "bad_request";
-      const body = JSON.stringify(errorBody(code, refusal.message));
+      const body = JSON.stringify(errorBody(code, refusal.message, answer.requestId));
       const head = encodeHead(refusal.status, new Headers(json), { length: Buffer.byteLength(body) }, answer, date);
       answer.bytes = Buffer.from(head + body, "utf8");
       connection.output.queue.push(answer);
@@ -157,10 +158,14 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
         };
       }
       if (request === undefined) {
-        output.settle(answer, appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid.")));
+        output.settle(
+          answer,
+          appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid."), answer.requestId),
+        );
         return answer;
       }
       (request as unknown as Record<symbol, Connection>)[PEER] = connection;
+      tagRequest(request, answer.requestId);
       let result: Response | Promise<Response>;
       try {
         result = native === undefined ? app.fetch(request) : native(request);
@@ -172,7 +177,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
           (response) => output.settle(answer, response),
           (error: unknown) => {
             options.onError(error instanceof Error ? error : new Error(String(error)));
-            output.settle(answer, internalError());
+            output.settle(answer, internalError(answer.requestId));
           },
         );
       } else output.settle(answer, result);

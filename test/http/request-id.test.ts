@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { listen } from "../../src/app";
+import { basicDocument } from "../fixtures/documents";
+import { freshDatabase } from "../helpers/databases";
+import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+
+/** Every error body names the request id its answer's `x-request-id` header carries. */
+describe("the request id in every error body, over a listening server", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let base: string;
+  let key: string;
+  let server: ReturnType<typeof listen>;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db);
+    ({ key } = await seedSite(h, "news", basicDocument()));
+    server = listen(h.app, h.deps, 0);
+    base = `http://127.0.0.1:${server.server?.port}`;
+  }, 60_000);
+  afterAll(async () => {
+    await server.server?.stop(true);
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  const refusals: [string, () => Promise<Response>, number][] = [
+    ["no route", () => fetch(`${base}/v1/nothing-here`), 404],
+    [
+      "keyed decide without a key",
+      () => fetch(`${base}/v1/decide`, { method: "POST", headers: { "x-svc-site-id": "news" }, body: "{}" }),
+      401,
+    ],
+    [
+      "keyed decide with malformed JSON",
+      () =>
+        fetch(`${base}/v1/decide`, {
+          method: "POST",
+          headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+          body: "{nope",
+        }),
+      400,
+    ],
+    [
+      "an admin route without the operator token",
+      () => fetch(`${base}/admin/tenants`, { headers: { authorization: "Bearer wrong" } }),
+      401,
+    ],
+    [
+      "a body failing its schema",
+      () =>
+        fetch(`${base}/admin/tenants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+          body: '{"id": 7}',
+        }),
+      422,
+    ],
+    ["an unknown site", () => fetch(`${base}/v1/id/config`, { headers: { "x-svc-site-id": "ghost" } }), 404],
+  ];
+
+  for (const [name, send, status] of refusals) {
+    it(`names the answer's x-request-id: ${name}`, async () => {
+      const res = await send();
+      expect(res.status).toBe(status);
+      const id = res.headers.get("x-request-id");
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+      expect((await res.json()).error.requestId).toBe(id as string);
+    });
+  }
+
+  it("keeps the client's own valid x-request-id in the body and the header", async () => {
+    const res = await fetch(`${base}/v1/nothing-here`, { headers: { "x-request-id": "trace-42" } });
+    expect(res.headers.get("x-request-id")).toBe("trace-42");
+    expect((await res.json()).error.requestId).toBe("trace-42");
+  });
+});
