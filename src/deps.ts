@@ -16,6 +16,7 @@ import { GiftTokens } from "./gifts/token";
 import { type ClientAddresses, clientAddresses } from "./http/client-address";
 import { RequestStats } from "./http/request-stats";
 import { AccessTokens } from "./identity/access-token";
+import { type CredentialsPlugin, credentialsPlugin } from "./identity/credentials";
 import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
@@ -84,6 +85,7 @@ export interface Deps {
   /** Every mail sent on a caller's behalf is taken from it, in the transaction that writes it. */
   readonly mailBudget: MailBudget;
   readonly identityDeps: IdentityDeps;
+  readonly credentials: CredentialsPlugin;
   readonly orgs: OrgStore;
   readonly giftStore: GiftStore;
   readonly gifts: GiftLedger;
@@ -286,7 +288,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
-  return {
+  const built = {
     newsletters,
     interventions,
     impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
@@ -350,6 +352,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
     forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
   };
+  return { ...built, credentials: credentialsPlugin(built) };
 }
 
 /** Loads state and starts the timers (change poll, counter flush). */

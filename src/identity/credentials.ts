@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Elysia } from "elysia";
 import { authenticateKeyed, type KeyedRequest, type KeyGuardDeps, type KeyGuardOptions } from "../keys/guard";
 import type { SiteState } from "../sites/registry";
@@ -16,9 +17,17 @@ import {
 import type { SessionRow } from "./store";
 
 /** What the credentials read: the key guard's (keys, registry, clock) and identity's sessions and access tokens. */
-export interface CredentialDeps extends KeyGuardDeps {
+/** What the credential plugin reads. */
+export interface CredentialSource extends KeyGuardDeps {
   readonly identityDeps: IdentityDeps;
 }
+
+/** What a route group that takes credentials needs: the one plugin its deps were built with. */
+export interface CredentialDeps extends CredentialSource {
+  readonly credentials: CredentialsPlugin;
+}
+
+export type CredentialsPlugin = ReturnType<typeof credentialsPlugin>;
 
 /**
  * Which sites a session route answers at: `identity` refuses an `external_only` site (404, the
@@ -55,24 +64,18 @@ export type SessionCredential = {
  *   now)`, which reads the cookie (no database read) when the route has come to need it, so the
  *   route keeps its own order of site, origin, input and rate checks before it.
  *
- * One instance per deps, named and seeded, so using it in several route groups adds its macros
- * once and two apps in one process never share one.
+ * One instance per deps (built by `createDeps` with `credentialsPlugin`), named and seeded, so
+ * using it in several route groups adds its macros once and two apps in one process never share
+ * one.
  */
-export function credentials(deps: CredentialDeps) {
-  let plugin = plugins.get(deps);
-  if (plugin === undefined) {
-    plugin = credentialsPlugin(deps, ++seeds);
-    plugins.set(deps, plugin);
-  }
-  return plugin;
+export function credentials(deps: CredentialDeps): CredentialsPlugin {
+  return deps.credentials;
 }
 
-const plugins = new WeakMap<CredentialDeps, ReturnType<typeof credentialsPlugin>>();
-let seeds = 0;
-
-function credentialsPlugin(deps: CredentialDeps, seed: number) {
+/** The plugin, for `createDeps` to build once per deps (its seed tells two apps' plugins apart). */
+export function credentialsPlugin(deps: CredentialSource) {
   const keyed = new WeakMap<Request, KeyedRequest>();
-  return new Elysia({ name: "credentials", seed })
+  return new Elysia({ name: "credentials", seed: randomUUID() })
     .macro("session", (scope: SessionScope) => ({
       async resolve({ request }) {
         const site = selectedSite(deps.registry, request);

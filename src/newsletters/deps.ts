@@ -29,6 +29,7 @@ export interface NewsletterDeps {
   /** The service-wide origin for links built outside a request (vendor attributes): SVC_PUBLIC_URL. */
   readonly publicUrl: string | undefined;
   readonly vendorTimeoutMs: number;
+  readonly vendorLists: Map<string, Map<string, number>>;
   /**
    * The `confirmation` mail budgets (src/mail-budget): per mailbox, per mailbox and list, per
    * client and per site, counted in mails and taken with the confirmations' writes.
@@ -62,6 +63,7 @@ export function createNewsletterDeps(
     now: input.now,
     publicUrl: input.config.publicUrl,
     vendorTimeoutMs: input.config.newsletterVendorTimeoutMs,
+    vendorLists: new Map(),
     mailBudget: input.mailBudget,
   };
   registerSyncJob(deps);

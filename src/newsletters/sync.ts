@@ -20,6 +20,8 @@ export interface SyncDeps {
   /** The service-wide origin for the unsubscribe URL when the tenant has none: SVC_PUBLIC_URL. */
   readonly publicUrl: string | undefined;
   readonly vendorTimeoutMs: number;
+  /** The vendor's list ids by its URL and user, learned once per process (`vendorOf`). */
+  readonly vendorLists: Map<string, Map<string, number>>;
 }
 
 /** The job kind of a vendor sync of one (list, user). */
@@ -58,14 +60,8 @@ export async function enqueueSync(
   );
 }
 
-const vendorLists = new WeakMap<SyncDeps, Map<string, Map<string, number>>>();
-
 function vendorOf(deps: SyncDeps, config: ServiceConfig<"listmonk">): NewsletterVendor {
-  let byUrl = vendorLists.get(deps);
-  if (byUrl === undefined) {
-    byUrl = new Map();
-    vendorLists.set(deps, byUrl);
-  }
+  const byUrl = deps.vendorLists;
   const key = `${config.url}\u0001${config.username}`;
   let lists = byUrl.get(key);
   if (lists === undefined) {

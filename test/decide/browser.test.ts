@@ -118,7 +118,7 @@ describe("browser decide and forward mounts, with the access cookie", () => {
       for (const body of [{ features: ["teaser"], deviceId: "keyed-browser" }, { features: "not-a-list" }]) {
         const res = await decide(body, credential);
         expect(res.status).toBe(401);
-        expect(await res.json()).toEqual({
+        expect(await res.json()).toMatchObject({
           error: {
             code: "unauthorized",
             message: "API keys are not accepted on this route; it takes the browser's signed access cookie.",

@@ -94,7 +94,7 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
       ] as Record<string, string>[]) {
         const res = await grants(mount, headers);
         expect(res.status).toBe(401);
-        expect(await res.json()).toEqual({
+        expect(await res.json()).toMatchObject({
           error: { code: "unauthorized", message: "A signed-in session is required." },
         });
       }
@@ -112,7 +112,7 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
       ] as Record<string, string>[]) {
         const res = await grants(mount, headers);
         expect(res.status).toBe(401);
-        expect(await res.json()).toEqual({
+        expect(await res.json()).toMatchObject({
           error: {
             code: "unauthorized",
             message: "API keys are not accepted on this route; it takes a user session.",

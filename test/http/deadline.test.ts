@@ -32,7 +32,7 @@ describe("withinDeadline", () => {
     const res = errorResponseOf(memoryLogger(), new Request("http://localhost/v1/decide"), error);
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
-    expect(await res.json()).toEqual({
+    expect(await res.json()).toMatchObject({
       error: { code: "service_unavailable", message: "The store did not answer in time; retry shortly." },
     });
   });

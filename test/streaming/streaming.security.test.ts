@@ -67,7 +67,7 @@ describe.each(storeKinds)("streaming writes need a streaming:write key of the si
     for (const site of ["sport", "nowhere", ""]) {
       const res = await postRows(h, writer, "engagement", rows(), { "x-svc-site-id": site });
       expect(res.status).toBe(403);
-      expect(await errorOf(res)).toEqual({
+      expect(await errorOf(res)).toMatchObject({
         code: "forbidden",
         message: "This key is not pinned to the selected site.",
       });
