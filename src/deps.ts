@@ -50,12 +50,12 @@ import { UserFactsCache } from "./users/facts-cache";
 import { UserStore } from "./users/store";
 
 /** Keyed decide: 2,000 requests per fixed 10-second window per key. */
-export const KEYED_DECIDE_LIMIT = 2_000;
+const KEYED_DECIDE_LIMIT = 2_000;
 /** Browser decide and forward: 200 requests per 10 seconds per client per site. */
 export const BROWSER_LIMIT = 200;
-export const DECIDE_WINDOW_MS = 10_000;
+const DECIDE_WINDOW_MS = 10_000;
 /** Keyed recommendations: one answer per key, site and full URL for 15 minutes. */
-export const RECOMMENDATION_CACHE_MS = 15 * 60_000;
+const RECOMMENDATION_CACHE_MS = 15 * 60_000;
 
 /** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
 export interface Deps {

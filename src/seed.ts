@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createSite, createTenant, deploySite } from "./admin/service";
 import type { Deps } from "./deps";
 
-export const DEMO_TENANT = "default";
+const DEMO_TENANT = "default";
 export const DEMO_SITE = "demo";
 export const demoDocumentPath = join(
   dirname(fileURLToPath(import.meta.url)),

@@ -153,7 +153,7 @@ export const CreatedSiteAnswer = t.Object({
 });
 
 /** One API key as the operator plane lists it; the value itself is never listed. */
-export const KeyListingAnswer = t.Object(
+const KeyListingAnswer = t.Object(
   {
     id: t.String({ format: "uuid" }),
     site: t.String(),

@@ -12,7 +12,7 @@ const PagePath = t.String({ minLength: 1, maxLength: 1024, pattern: "^/(?![/\\\\
  * may be card data, so it is refused (400) before anything else reads the body, and neither the
  * body nor any of its values is logged, stored or echoed.
  */
-export const CheckoutBody = t.Object(
+const CheckoutBody = t.Object(
   {
     /** The catalog item's name (e.g. `offer_annual`); it must carry a `checkout` member. */
     offer: t.String({ pattern: NAME_PATTERN }),

@@ -23,7 +23,7 @@ export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
   };
 
 /** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
-export const CHECKOUT_LIMIT = 20;
+const CHECKOUT_LIMIT = 20;
 const CHECKOUT_WINDOW_MS = 60_000;
 
 /** The capability's dependencies, from the app's. */

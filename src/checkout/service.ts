@@ -30,7 +30,7 @@ export interface CheckoutDeps {
 }
 
 /** The offer a catalog item makes, when it can be bought. */
-export function offerOf(site: SiteState, name: string): CheckoutOfferDefinition {
+function offerOf(site: SiteState, name: string): CheckoutOfferDefinition {
   const catalog = site.live?.document.catalog;
   const item = catalog !== undefined && Object.hasOwn(catalog, name) ? catalog[name] : undefined;
   if (item?.checkout === undefined) throw unknownOffer();
@@ -125,7 +125,7 @@ export type EventAction =
  * A checkout completed but not yet paid (a delayed payment method) waits for
  * `checkout.session.async_payment_succeeded`.
  */
-export function actionOf(event: StripeEvent): EventAction {
+function actionOf(event: StripeEvent): EventAction {
   const object = (event.data?.object ?? {}) as unknown as Obj;
   switch (event.type) {
     case "checkout.session.completed": {

@@ -6,7 +6,7 @@ import type { Html } from "./html";
  * stylesheet only; no inline code, no framing, forms post only to the console), never cached,
  * and no Referer leaving a page (a sign-in link's token is in its URL).
  */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",

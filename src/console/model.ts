@@ -3,7 +3,7 @@ import { t } from "elysia";
 import { isStorableText } from "../core/text";
 
 /** Console roles: owner and admin may change things; a viewer only reads (issue 26). */
-export const CONSOLE_ROLES = ["owner", "admin", "viewer"] as const;
+const CONSOLE_ROLES = ["owner", "admin", "viewer"] as const;
 export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
 
 export interface ConsoleUser {

@@ -1,7 +1,7 @@
 import { t } from "elysia";
 
 /** One change notice: the CMS id of a story or author; `type` absent means story. */
-export const SyncEvent = t.Object(
+const SyncEvent = t.Object(
   {
     id: t.String({ minLength: 1, maxLength: 255 }),
     type: t.Optional(t.String({ minLength: 1, maxLength: 64 })),

@@ -28,7 +28,7 @@ export interface ContentDeps {
 }
 
 /** One job per (tenant, site, type, id): notices of one item collapse into one re-read. */
-export function contentKey(tenantId: string, siteId: string, type: string, id: string): string {
+function contentKey(tenantId: string, siteId: string, type: string, id: string): string {
   return JSON.stringify([tenantId, siteId, type, id]);
 }
 
@@ -68,7 +68,7 @@ export async function syncContent(
  * marks it deleted; an author found renames it on the site's items. An older answer than the
  * one stored changes nothing. The CMS down, slow or rate-limiting throws: retried with backoff.
  */
-export async function rereadContent(deps: ContentDeps, payload: ContentPayload): Promise<void> {
+async function rereadContent(deps: ContentDeps, payload: ContentPayload): Promise<void> {
   const cms = await cmsOf(deps, payload.tenantId);
   const readAt = deps.now();
   let read: Awaited<ReturnType<CmsClient["readStory"]>>;

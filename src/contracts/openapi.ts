@@ -6,11 +6,11 @@ import { AppError } from "../infra/errors";
 import { describeApi, describeKeyedDecide } from "./openapi-document";
 
 /** The keyed decide mount's description (spec, Versioning item 7). */
-export const OPENAPI_PATH = "/v1/decide/openapi.json";
+const OPENAPI_PATH = "/v1/decide/openapi.json";
 /** The whole public and admin API. */
-export const API_DOCUMENT_PATH = "/openapi.json";
+const API_DOCUMENT_PATH = "/openapi.json";
 /** The API explorer (Swagger UI), served with its assets from this server: it works offline. */
-export const EXPLORER_PATH = "/openapi";
+const EXPLORER_PATH = "/openapi";
 
 type Json = Record<string, unknown>;
 

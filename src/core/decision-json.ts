@@ -43,7 +43,7 @@ function quotedName(name: string): string {
 }
 
 /** `,"meters":{...}` for a decision that read meters. */
-export function metersJson(meters: NonNullable<FeatureDecision["meters"]>): string {
+function metersJson(meters: NonNullable<FeatureDecision["meters"]>): string {
   let out = ',"meters":{';
   let first = true;
   for (const name in meters) {

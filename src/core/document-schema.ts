@@ -7,7 +7,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 
 /** Names of features, outcomes, meters, experiments, variants, catalog items, fields, pipelines. */
 export const NAME_PATTERN = "^[A-Za-z][A-Za-z0-9_-]{0,127}$";
-export const FACT_NAMESPACES = [
+const FACT_NAMESPACES = [
   "content",
   "grants",
   "user",
@@ -19,11 +19,11 @@ export const FACT_NAMESPACES = [
   "newsletters",
 ] as const;
 export type FactNamespace = (typeof FACT_NAMESPACES)[number];
-export const FACT_PATH_PATTERN = `^(${FACT_NAMESPACES.join("|")})(\\.[^.]+)+$`;
-export const DURATION_PATTERN = "^[1-9][0-9]{0,8}[smhdw]$";
+const FACT_PATH_PATTERN = `^(${FACT_NAMESPACES.join("|")})(\\.[^.]+)+$`;
+const DURATION_PATTERN = "^[1-9][0-9]{0,8}[smhdw]$";
 /** Date-time strings accepted by before/after, in rules and in facts: ISO 8601, date first. */
 export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
-export const SLUG_PATTERN = "^[a-z][a-z0-9_]*$";
+const SLUG_PATTERN = "^[a-z][a-z0-9_]*$";
 /** A uuid in its canonical text form (newsletter list ids). */
 export const UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
 const COLUMN_PATTERN = "^[a-z][a-z0-9_]{0,63}$";
@@ -59,7 +59,6 @@ export const FACT_OPERATORS = [
   "withinLast",
   "olderThan",
 ] as const;
-export type FactOperator = (typeof FACT_OPERATORS)[number];
 
 export const REMAINING_OPERATORS = ["gt", "gte", "lt", "lte", "eq"] as const;
 
@@ -105,7 +104,7 @@ export const MeterTest = Type.Object(
 );
 
 /** The condition forms, with `child` standing for a nested condition. */
-export function conditionForms<C extends TSchema>(child: C) {
+function conditionForms<C extends TSchema>(child: C) {
   return {
     all: Type.Object({ all: Type.Array(child, { minItems: 1 }) }, { additionalProperties: false, title: "all" }),
     any: Type.Object({ any: Type.Array(child, { minItems: 1 }) }, { additionalProperties: false, title: "any" }),
@@ -119,7 +118,7 @@ export function conditionForms<C extends TSchema>(child: C) {
   };
 }
 
-export const ConditionSchema = Type.Recursive(
+const ConditionSchema = Type.Recursive(
   (This) => {
     const f = conditionForms(This);
     return Type.Union([f.all, f.any, f.not, f.atLeast, f.fact, f.meter]);
@@ -131,14 +130,14 @@ export type FactTestCondition = Static<typeof FactTest>;
 export type MeterTestCondition = Static<typeof MeterTest>;
 
 /** Grant names, as the operator API and `grants.<name>` facts spell them. */
-export const GRANT_PATTERN = "^[A-Za-z0-9_:-]{1,128}$";
+const GRANT_PATTERN = "^[A-Za-z0-9_:-]{1,128}$";
 
 /**
  * What an offer needs to be bought through checkout (docs/checkout.md): the provider's price, the
  * grant a purchase confers, and how long it lasts (`payment`: `duration` after the purchase;
  * `subscription`: until the subscription is cancelled or refunded).
  */
-export const CheckoutOffer = Type.Object(
+const CheckoutOffer = Type.Object(
   {
     description: Description,
     price: Type.String({ pattern: "^[A-Za-z0-9_]{1,255}$", description: "the provider's price id, e.g. price_1Q..." }),

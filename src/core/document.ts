@@ -33,12 +33,10 @@ export interface DocumentError {
   readonly message: string;
 }
 
-export type ValidationResult = { ok: true; document: SiteDocument } | { ok: false; errors: DocumentError[] };
-
 const MAX_ERRORS = 100;
 
 /** JSON pointer (RFC 6901) of a path of keys. */
-export function jsonPointer(...segments: (string | number)[]): string {
+function jsonPointer(...segments: (string | number)[]): string {
   let out = "";
   for (const s of segments) out += `/${String(s).replaceAll("~", "~0").replaceAll("/", "~1")}`;
   return out;

@@ -12,7 +12,7 @@
  */
 
 /** FNV-1a 32-bit offset basis: the state before any byte. */
-export const FNV_OFFSET_BASIS = 0x811c9dc5;
+const FNV_OFFSET_BASIS = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
 /**

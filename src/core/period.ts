@@ -10,8 +10,6 @@
 
 export type MeterPeriod = "day" | "week" | "month" | "year" | "forever";
 
-export const METER_PERIODS: readonly MeterPeriod[] = ["day", "week", "month", "year", "forever"];
-
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 
@@ -49,7 +47,7 @@ export function isValidTimeZone(timeZone: string): boolean {
 }
 
 /** Local calendar date (year, month 1-12, day 1-31) of an instant in a time zone. */
-export function localDate(nowMs: number, timeZone: string): { year: number; month: number; day: number } {
+function localDate(nowMs: number, timeZone: string): { year: number; month: number; day: number } {
   let year = 0;
   let month = 0;
   let day = 0;

@@ -28,7 +28,7 @@ export type ContentVerifier = (
 const SIGNATURE_SHAPE = /^[A-Za-z0-9_-]{43}=?$/;
 
 /** Verified descriptors a site's verifier remembers (see `createContentVerifier`). */
-export const VERIFIED_CACHE_SIZE = 8_192;
+const VERIFIED_CACHE_SIZE = 8_192;
 
 interface Remembered {
   readonly payload: string;

@@ -22,7 +22,7 @@ export interface GiftDeps {
 }
 
 /** The calendar month (UTC) a gifter's allowance is counted in: `YYYY-MM`. */
-export const allowancePeriod = (now: number): string => new Date(now).toISOString().slice(0, 7);
+const allowancePeriod = (now: number): string => new Date(now).toISOString().slice(0, 7);
 
 function policyOf(site: SiteState) {
   const policy = (site.live as CompiledSite).document.gifts;

@@ -1,7 +1,7 @@
 import { t } from "elysia";
 
 /** One grant the signed-in user holds: its name and when it ends (null: never). */
-export const HeldGrant = t.Object({
+const HeldGrant = t.Object({
   grant: t.String(),
   expiresAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
 });

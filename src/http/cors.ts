@@ -20,9 +20,9 @@ export const corsPolicy = new Elysia({ name: "cors-policy" }).macro({
 });
 
 /** What a browser may send cross-origin. Never `Authorization`: browsers carry the session cookie. */
-export const CORS_ALLOWED_HEADERS = `content-type, ${SITE_HEADER}, ${PREVIEW_HEADER}`;
+const CORS_ALLOWED_HEADERS = `content-type, ${SITE_HEADER}, ${PREVIEW_HEADER}`;
 /** What a page may read of an answer beyond the safelisted fields: the rate window's state. */
-export const CORS_EXPOSED_HEADERS = "RateLimit, RateLimit-Policy, Retry-After";
+const CORS_EXPOSED_HEADERS = "RateLimit, RateLimit-Policy, Retry-After";
 const PREFLIGHT_MAX_AGE = "600";
 
 interface PathCors {

@@ -11,7 +11,7 @@ export interface ValueIssue {
 }
 
 /** Failing paths and messages of a schema check (TypeBox errors), each once. */
-export function validationDetails(errors: Iterable<{ path?: string; message?: string }>): ValueIssue[] {
+function validationDetails(errors: Iterable<{ path?: string; message?: string }>): ValueIssue[] {
   const seen = new Set<string>();
   const issues: ValueIssue[] = [];
   for (const e of errors) {

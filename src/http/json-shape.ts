@@ -7,8 +7,7 @@ import { AppError } from "../infra/errors";
  */
 export const MAX_JSON_DEPTH = 64;
 
-export const tooDeep = () =>
-  new AppError("bad_request", `The request body nests more than ${MAX_JSON_DEPTH} levels deep.`);
+const tooDeep = () => new AppError("bad_request", `The request body nests more than ${MAX_JSON_DEPTH} levels deep.`);
 
 /** The 422 of a string (or member name) Postgres could not store, with its JSON pointer. */
 export const unstorableText = (path: string) =>

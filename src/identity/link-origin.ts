@@ -10,7 +10,7 @@ export interface TenantOrigins {
 /** Host names that can only be this machine: trusted for links when a tenant configured nothing. */
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-export const untrustedLinkOrigin = () =>
+const untrustedLinkOrigin = () =>
   new AppError(
     "bad_request",
     "Sign-in links cannot be built for this host: it is not one of the tenant's host names. " +

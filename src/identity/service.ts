@@ -16,7 +16,7 @@ import type { IdentityProvider, UpstreamFailure, UpstreamVerifier } from "./upst
 export const SESSION_TTL_MS = 30 * 86_400_000;
 /** A session is renewed (sliding) once a day of use has passed since it was last extended. */
 const RENEW_AFTER_MS = 86_400_000;
-export const MAGIC_LINK_TTL_MS = 15 * 60_000;
+const MAGIC_LINK_TTL_MS = 15 * 60_000;
 
 export interface IdentityDeps {
   readonly identity: IdentityStore;
@@ -85,7 +85,7 @@ export interface IdentityReply {
   headers: Record<string, string>;
 }
 
-export function userJson(user: UserRow): UserJson {
+function userJson(user: UserRow): UserJson {
   return {
     id: user.id,
     email: user.email,
@@ -108,7 +108,7 @@ function identitySettings(site: SiteState) {
 }
 
 /** The service's own sign-in: open in svc_only unless closed, closed in dual unless opened. */
-export function assertSignInOpen(site: SiteState): void {
+function assertSignInOpen(site: SiteState): void {
   const { mode, identity } = identitySettings(site);
   const open = mode !== "external_only" && (identity.signInEnabled ?? mode === "svc_only");
   if (!open) throw notOnThisSite();
@@ -218,7 +218,7 @@ async function startSession(
  * The session token a request presents: the cookie, or a native client's bearer. An API key
  * on a session route is refused, never reinterpreted.
  */
-export function presentedSessionToken(headers: Headers): string | null {
+function presentedSessionToken(headers: Headers): string | null {
   if (headers.get("x-api-key") !== null) throw keyOnSessionRoute();
   const auth = headers.get("authorization");
   if (auth !== null) {

@@ -35,8 +35,7 @@ export const EVENT_SCHEMAS: readonly EventSchema[] = Object.freeze([
   },
 ]);
 
-export const SELF_DESCRIBING_META =
-  "http://iglucentral.com/schemas/com.snowplowanalytics.self-desc/schema/jsonschema/1-0-0#";
+const SELF_DESCRIBING_META = "http://iglucentral.com/schemas/com.snowplowanalytics.self-desc/schema/jsonschema/1-0-0#";
 
 /** An `iglu:` URI. */
 export function igluUri(vendor: string, name: string, version: string): string {

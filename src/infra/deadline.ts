@@ -5,7 +5,7 @@ import { AppError } from "./errors";
 export const DEFAULT_READ_DEADLINE_MS = 1_000;
 
 /** What a client is told to wait before retrying while the store is out. */
-export const STORE_RETRY_AFTER_SECONDS = 2;
+const STORE_RETRY_AFTER_SECONDS = 2;
 
 /**
  * The store did not answer a read in time, or could not be reached: 503 `service_unavailable`

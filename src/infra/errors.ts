@@ -82,5 +82,3 @@ export function errorResponse(
 
 export const badRequest = (message: string, details?: unknown) => new AppError("bad_request", message, details);
 export const notFound = (message: string) => new AppError("not_found", message);
-export const validationFailed = (message: string, details?: unknown) =>
-  new AppError("validation_failed", message, details);

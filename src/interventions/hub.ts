@@ -46,7 +46,7 @@ export interface HubOptions {
 const SEP = "\u0001";
 
 /** One SSE frame; `data` is one JSON line, so no field can break the frame. */
-export function sseFrame(id: string, event: InterventionEvent): string {
+function sseFrame(id: string, event: InterventionEvent): string {
   return `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 

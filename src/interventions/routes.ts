@@ -5,8 +5,6 @@ import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";
 import { InterventionsQuery } from "./model";
 
-export const INTERVENTIONS_PATH = "/v1/decide/interventions";
-
 const tooManyStreams = () =>
   new AppError("rate_limited", "This key has too many open intervention streams.", undefined, {
     "retry-after": "30",

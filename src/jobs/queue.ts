@@ -14,7 +14,7 @@ export interface KindOptions {
   readonly debounceMs: number;
 }
 
-export const DEFAULT_KIND_OPTIONS: KindOptions = {
+const DEFAULT_KIND_OPTIONS: KindOptions = {
   maxAttempts: 8,
   backoffMs: 2_000,
   maxBackoffMs: 10 * 60_000,

@@ -3,14 +3,13 @@ import type { SiteRegistry, SiteState } from "../sites/registry";
 import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "../sites/selection";
 import type { ApiKey, KeyService } from "./service";
 
-export const missingKey = () => new AppError("unauthorized", "Missing API key.");
-export const invalidKey = () => new AppError("unauthorized", "Invalid or missing API key.");
-export const wrongSite = () => new AppError("forbidden", "This key is not pinned to the selected site.");
-export const lacksPermission = (permission: string) =>
-  new AppError("forbidden", `This key does not hold ${permission}.`);
+const missingKey = () => new AppError("unauthorized", "Missing API key.");
+const invalidKey = () => new AppError("unauthorized", "Invalid or missing API key.");
+const wrongSite = () => new AppError("forbidden", "This key is not pinned to the selected site.");
+const lacksPermission = (permission: string) => new AppError("forbidden", `This key does not hold ${permission}.`);
 
 /** The key value from `Authorization: Bearer` or `x-api-key`; a cookie is never read here. */
-export function presentedKey(headers: Headers): string | null {
+function presentedKey(headers: Headers): string | null {
   const auth = headers.get("authorization");
   if (auth !== null) {
     if (auth.length > 7 && auth.slice(0, 7).toLowerCase() === "bearer ") return auth.slice(7).trim();

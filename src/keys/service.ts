@@ -7,7 +7,6 @@ import type { KeyRow, KeyStore } from "./store";
 import type { KeyUsage } from "./usage";
 
 export const STREAMING_WRITE = "streaming:write";
-export const KEY_PERMISSIONS = [STREAMING_WRITE] as const;
 
 /** A key as the credential guard sees it. */
 export interface ApiKey {

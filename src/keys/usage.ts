@@ -4,7 +4,7 @@ import { createLogger, type Logger } from "../logger";
 import type { KeyStore } from "./store";
 
 /** UTC calendar date of an instant, as YYYY-MM-DD; cached per day since it runs per request. */
-export function createDayOf(): (nowMs: number) => string {
+function createDayOf(): (nowMs: number) => string {
   let dayStart = -1;
   let dayEnd = -1;
   let label = "";

@@ -123,6 +123,6 @@ export class MailBudgetRefused extends Error {
 }
 
 /** The domain result of a refusal, for the service to turn into its 429. */
-export function refusedOf(error: MailBudgetRefused): Spent<never> {
+function refusedOf(error: MailBudgetRefused): Spent<never> {
   return { ok: false, retryAfterSeconds: error.retryAfterSeconds, scope: error.scope };
 }

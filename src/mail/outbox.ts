@@ -75,7 +75,7 @@ export function noMailTransport(): MailTransport {
 }
 
 /** 503 without Retry-After: the capability is not configured, so retrying will not help. */
-export function mailNotConfigured(): AppError {
+function mailNotConfigured(): AppError {
   return new AppError("service_unavailable", "Mail is not configured on this server (SVC_SMTP_URL).");
 }
 

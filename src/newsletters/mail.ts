@@ -47,7 +47,7 @@ export class UnsubscribeTokens {
 }
 
 /** RFC 8058 headers: every newsletter mail the service sends carries them. */
-export function oneClickHeaders(unsubscribeUrl: string): Record<string, string> {
+function oneClickHeaders(unsubscribeUrl: string): Record<string, string> {
   return {
     "List-Unsubscribe": `<${unsubscribeUrl}>`,
     "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",

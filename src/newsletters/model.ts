@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { UUID_PATTERN } from "../core/document-schema";
 
 /** At most this many list ids in one PUT. */
-export const MAX_LIST_IDS = 100;
+const MAX_LIST_IDS = 100;
 
 const ListId = t.String({ pattern: UUID_PATTERN, description: "a list id (uuid)" });
 

@@ -14,7 +14,7 @@ import type { NewsletterSubject } from "./subject";
 import { enqueueSync } from "./sync";
 
 /** A confirmation link (and so a `pending` standing) lives 7 days from its mail. */
-export const CONFIRMATION_TTL_MS = 7 * 86_400_000;
+const CONFIRMATION_TTL_MS = 7 * 86_400_000;
 
 /** `GET /v1/newsletters/lists`. */
 export function listsOf(site: SiteState): { lists: ListJson[] } {
@@ -71,7 +71,7 @@ const keyNeedsUser = () => new AppError("bad_request", "userId is required to ch
 const nobodyNamed = () =>
   new AppError("unauthorized", "Changing subscriptions needs a signed-in user, an API key with userId, or an email.");
 
-export const tooManyConfirmations = (retryAfterSeconds: number) =>
+const tooManyConfirmations = (retryAfterSeconds: number) =>
   new AppError(
     "rate_limited",
     "Too many confirmation emails were sent to this address; try again later.",

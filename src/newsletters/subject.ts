@@ -35,7 +35,7 @@ export interface NewsletterSubjectDeps extends KeyGuardDeps {
 const userIdRefused = () => new AppError("bad_request", "userId is allowed only with an API key.");
 const mixedCredentials = () =>
   new AppError("unauthorized", "Send one credential: an API key, or a session, or an upstream login, not several.");
-export const unknownUser = () => new AppError("not_found", "Unknown user.");
+const unknownUser = () => new AppError("not_found", "Unknown user.");
 
 /** A compact JWS: three base64url parts (an upstream credential, never a session token). */
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;

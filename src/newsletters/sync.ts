@@ -34,7 +34,7 @@ export interface SyncPayload {
 }
 
 /** One job per (tenant, list, user): changes of one standing collapse into one sync. */
-export function syncKey(tenantId: string, listId: string, userId: string): string {
+function syncKey(tenantId: string, listId: string, userId: string): string {
   return JSON.stringify([tenantId, listId, userId]);
 }
 
@@ -78,7 +78,7 @@ function vendorOf(deps: SyncDeps, config: ServiceConfig<"listmonk">): Newsletter
  * only if the vendor was told it was subscribed. A `pending` address never reaches the vendor.
  * The vendor down or slow throws: retried with backoff (its Retry-After when it gives one).
  */
-export async function runSync(deps: SyncDeps, payload: SyncPayload): Promise<void> {
+async function runSync(deps: SyncDeps, payload: SyncPayload): Promise<void> {
   const resolved = await deps.services.resolve(payload.tenantId, "listmonk");
   if (!resolved.configured) return;
   const [row] = await deps.store.standings(payload.tenantId, payload.userId, [payload.listId]);

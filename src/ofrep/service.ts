@@ -25,7 +25,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * An OpenFeature evaluation context as a decide body: `targetingKey` (or `userId`) is the user,
  * `deviceId` an anonymous device, `content` the signed descriptor; the rest is `context.*`.
  */
-export function decideInputOf(context: unknown, features: string[]): DecideInput {
+function decideInputOf(context: unknown, features: string[]): DecideInput {
   if (context === undefined || context === null) return { features };
   if (!isObject(context)) throw new InvalidContext("context must be an object");
   const rest: Record<string, unknown> = {};
@@ -85,7 +85,7 @@ export function bulkFeatures(document: CompiledSite, context: unknown): string[]
  * and a stock SDK asks for all flags at every start, context change and poll, so it is evaluated
  * only when named (in `svc.features`, or as a single flag).
  */
-export function clientFeatures(document: CompiledSite): string[] {
+function clientFeatures(document: CompiledSite): string[] {
   const out: string[] = [];
   for (const feature of document.features.values()) {
     if (!feature.published || feature.purpose !== "decision") continue;

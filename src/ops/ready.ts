@@ -5,7 +5,7 @@ import type { Flusher } from "../counters/flusher";
 import { withinDeadline } from "../infra/deadline";
 
 /** How long /ready waits for the store: short, a probe must not hang. */
-export const READY_STORE_DEADLINE_MS = 500;
+const READY_STORE_DEADLINE_MS = 500;
 
 /** What /ready tells its caller to wait before asking again when not ready. */
 export const READY_RETRY_AFTER_SECONDS = 5;

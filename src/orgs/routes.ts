@@ -54,7 +54,7 @@ export interface OrgRouteDeps extends CredentialDeps, OrgDepsSource {
 }
 
 /** What the organization service needs of the process' dependencies. */
-export function orgDepsOf(deps: OrgDepsSource): OrgDeps {
+function orgDepsOf(deps: OrgDepsSource): OrgDeps {
   return {
     store: deps.orgs,
     outbox: deps.outbox,

@@ -34,7 +34,7 @@ export const membershipJson = (m: MemberRow) => ({
   user: { id: m.user.id, email: m.user.email, name: m.user.name },
 });
 
-export const invitationJson = (i: InvitationRow) => ({
+const invitationJson = (i: InvitationRow) => ({
   id: i.id,
   organizationId: i.organizationId,
   email: i.email,

@@ -17,7 +17,7 @@ export interface MemberUser {
 export type MemberRow = MembershipRow & { readonly user: MemberUser };
 
 /** Most organizations the access cookie names (a cookie has a size limit; docs/organizations.md). */
-export const MAX_ORGS_IN_COOKIE = 50;
+const MAX_ORGS_IN_COOKIE = 50;
 
 const memberColumns = {
   id: memberships.id,

@@ -64,8 +64,6 @@ export const SERVICE_SCHEMAS = {
 export type ServiceName = keyof typeof SERVICE_SCHEMAS;
 export type ServiceConfig<S extends ServiceName> = Static<(typeof SERVICE_SCHEMAS)[S]>;
 
-export const SERVICE_NAMES = Object.keys(SERVICE_SCHEMAS) as ServiceName[];
-
 export function isServiceName(name: string): name is ServiceName {
   return Object.hasOwn(SERVICE_SCHEMAS, name);
 }

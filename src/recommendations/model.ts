@@ -34,7 +34,7 @@ export const RecommendationsQuery = t.Object({
   excludeViewed: t.Optional(t.Union([t.Literal("true"), t.Literal("false")])),
 });
 
-export const RecommendedItem = t.Object({
+const RecommendedItem = t.Object({
   id: t.String(),
   headline: t.String(),
   description: t.String(),

@@ -20,7 +20,7 @@ export interface FeedFilters {
 }
 
 /** The engine's item properties the filters read (documented in docs/recommendations.md). */
-export const ITEM_PROPERTIES = {
+const ITEM_PROPERTIES = {
   sections: "sections",
   tags: "tags",
   authors: "authors",

@@ -14,7 +14,7 @@ import type { UsageStore } from "./store";
 export type Query = Static<typeof RecommendationsQuery>;
 export type Reply = Static<typeof RecommendationsReply>;
 
-export const DEFAULT_COUNT = 5;
+const DEFAULT_COUNT = 5;
 /** The engine is asked for this many times `count`: deleted or unknown items are dropped after. */
 const OVERASK = 2;
 const MAX_LIST_VALUES = 50;
@@ -90,7 +90,7 @@ function recommendedItem(item: ContentItem, recommId: string): Reply["items"][nu
 }
 
 /** The item's canonical URL with `recomm_id` set (a path stays a path). */
-export function withRecommId(url: string, recommId: string): string {
+function withRecommId(url: string, recommId: string): string {
   const absolute = /^[a-z][a-z0-9+.-]*:/i.test(url);
   const parsed = new URL(url, "http://relative.invalid");
   parsed.searchParams.set("recomm_id", recommId);
@@ -134,7 +134,7 @@ function appErrorOf(failure: unknown): AppError {
 }
 
 /** The query's feed filters, checked (422 with the failing parameter). */
-export function filtersOf(query: Query): FeedFilters {
+function filtersOf(query: Query): FeedFilters {
   const errors: { path: string; message: string }[] = [];
   const listOf = (name: keyof Query): string[] | undefined => {
     const raw = query[name];

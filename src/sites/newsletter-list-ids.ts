@@ -11,7 +11,7 @@ interface ListEntry {
 }
 
 /** A uuid v7 (time-ordered): the id a list gets at the first deploy that names its slug. */
-export function newListId(): string {
+function newListId(): string {
   return Bun.randomUUIDv7();
 }
 

@@ -3,10 +3,10 @@ import type { SiteRegistry, SiteState } from "./registry";
 
 export const SITE_HEADER = "x-svc-site-id";
 
-export const missingSiteHeader = () =>
+const missingSiteHeader = () =>
   new AppError("bad_request", "The x-svc-site-id header is required: a site id of 1 to 128 characters.");
 
-export const unknownSite = () => new AppError("not_found", "Unknown site.");
+const unknownSite = () => new AppError("not_found", "Unknown site.");
 
 /** The selected site id: the header, else (only where a route allows it) a fallback. */
 export function readSiteId(headers: Headers, fallback?: string | null): string {

@@ -33,7 +33,7 @@ export interface DocumentVersion {
 }
 
 /** Most versions a history lists (the newest). */
-export const DOCUMENT_HISTORY_LIMIT = 200;
+const DOCUMENT_HISTORY_LIMIT = 200;
 
 export interface SiteWithDocuments extends SiteRow {
   live: unknown | null;

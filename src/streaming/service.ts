@@ -5,9 +5,9 @@ import { isUserId } from "../users/store";
 import type { PendingWrite, StreamingStore, WriteOutcome } from "./store";
 
 /** Most rows one request may carry (spec Limits); more is 413 with nothing written. */
-export const MAX_ROWS = 1000;
+const MAX_ROWS = 1000;
 /** Longest value of a `string` column; longer is `type_mismatch`. */
-export const MAX_STRING_COLUMN = 1024;
+const MAX_STRING_COLUMN = 1024;
 /** The latest epoch millisecond a JavaScript date can hold. */
 const MAX_EPOCH_MS = 8_640_000_000_000_000;
 /** ISO 8601 date-time with seconds and a zone (`Z` or an offset), as `window_end` strings must be. */
@@ -36,8 +36,8 @@ export interface StreamingDeps {
   readonly written: (site: SiteState, userIds: readonly string[]) => Promise<void>;
 }
 
-export const unknownPipeline = () => notFound("Unknown pipeline.");
-export const tooManyRows = (rows: number) =>
+const unknownPipeline = () => notFound("Unknown pipeline.");
+const tooManyRows = (rows: number) =>
   new AppError("payload_too_large", `A batch carries at most ${MAX_ROWS} rows.`, { maxRows: MAX_ROWS, rows });
 
 /** The pipeline the route writes to: declared at the site's live document with source `organization`. */
@@ -83,7 +83,7 @@ function windowEndOf(value: unknown): number {
  * a missing `window_end`, then any member of the wrong type (`type_mismatch`). Undeclared
  * members and `site_id` are ignored.
  */
-export function parseRow(row: unknown, columns: PipelineDefinition["columns"]): ParsedRow {
+function parseRow(row: unknown, columns: PipelineDefinition["columns"]): ParsedRow {
   if (typeof row !== "object" || row === null || Array.isArray(row)) return "type_mismatch";
   const r = row as Record<string, unknown>;
   const userId = Object.hasOwn(r, "user_id") ? r.user_id : undefined;

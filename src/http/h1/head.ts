@@ -30,7 +30,7 @@ export interface RequestHead {
 export const MAX_REQUEST_LINE = 8192;
 /** Longest head (request line and field lines) before 431. */
 export const MAX_HEAD = 16_384;
-export const MAX_FIELDS = 100;
+const MAX_FIELDS = 100;
 
 const TCHAR = "!#$%&'*+\\-.^_`|~0-9A-Za-z";
 /**

@@ -35,7 +35,7 @@ export interface NewsletterVendor {
 }
 
 /** The tag that ties a vendor list to one of ours: `svc-<list uuid>`. */
-export const listTag = (listId: string) => `svc-${listId}`;
+const listTag = (listId: string) => `svc-${listId}`;
 
 interface ListmonkList {
   id: number;

@@ -4,7 +4,7 @@ import type { ServiceConfig } from "../service-config-model";
 export type StripeSettings = ServiceConfig<"stripe">;
 
 /** How old a webhook's signed timestamp may be (seconds): an older delivery is a replay, refused. */
-export const WEBHOOK_TOLERANCE_SECONDS = 300;
+const WEBHOOK_TOLERANCE_SECONDS = 300;
 
 /**
  * A payment provider call that failed: `unavailable` (timeout, outage, rate limit: retry later)
@@ -79,7 +79,7 @@ export async function createCheckoutSession(
 }
 
 /** A client failure as unavailable (retry) or misconfigured (do not). */
-export function providerErrorOf(error: unknown): PaymentProviderError {
+function providerErrorOf(error: unknown): PaymentProviderError {
   if (error instanceof PaymentProviderError) return error;
   if (error instanceof Stripe.errors.StripeError) {
     const status = error.statusCode ?? 0;
