@@ -97,6 +97,8 @@ export class Outbox {
   private quietUntil = 0;
   /** Bumped by every enqueue, so a drain that overlapped one never declares the outbox quiet. */
   private enqueued = 0;
+  /** `enqueued` when the drain in flight began. */
+  private drainingFrom = 0;
 
   /**
    * `shared`: other processes use the same store (a Postgres server), so every timer tick looks
@@ -182,7 +184,13 @@ export class Outbox {
 
   /** Sends what is due; returns how many were sent. Overlapping calls share one drain. */
   drain(): Promise<number> {
-    if (this.draining) return this.draining;
+    if (this.draining) {
+      // A drain in flight that began before the latest enqueue may miss its row: run another
+      // after it, so a caller's drain always covers the mail written before it was called.
+      if (this.enqueued === this.drainingFrom) return this.draining;
+      return this.draining.then((sent) => this.drain().then((more) => sent + more));
+    }
+    this.drainingFrom = this.enqueued;
     this.draining = this.drainOnce().finally(() => {
       this.draining = null;
     });
