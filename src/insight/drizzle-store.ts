@@ -88,7 +88,11 @@ export class DrizzleInsightStore implements InsightStore {
         where tenant_id = ${tenantId} and site_id = ${siteId} and granted_user_id is not null
           and completed_at >= ${iso(from)}::timestamptz and completed_at < ${iso(to)}::timestamptz`),
     );
-    return rows.map((r) => ({ userId: String(r.granted_user_id), offer: String(r.offer), completedAt: ms(r.completed_at) }));
+    return rows.map((r) => ({
+      userId: String(r.granted_user_id),
+      offer: String(r.offer),
+      completedAt: ms(r.completed_at),
+    }));
   }
 
   async meterValues(
