@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { consoleAuthRoutes } from "./auth-routes";
 import { type ConsoleDocumentDeps, consoleDocumentRoutes } from "./document-routes";
+import { type ConsoleInsightDeps, consoleInsightRoutes } from "./insight-routes";
 import { consoleSiteRoutes } from "./site-routes";
 
 /**
@@ -8,6 +9,10 @@ import { consoleSiteRoutes } from "./site-routes";
  * and CSRF tokens, and its own HTML error pages. Mounted ahead of the JSON body parser and the
  * JSON error envelope: its forms are read by its own handlers.
  */
-export function consoleRoutes(deps: ConsoleDocumentDeps) {
-  return new Elysia().use(consoleAuthRoutes(deps)).use(consoleSiteRoutes(deps)).use(consoleDocumentRoutes(deps));
+export function consoleRoutes(deps: ConsoleDocumentDeps & ConsoleInsightDeps) {
+  return new Elysia()
+    .use(consoleAuthRoutes(deps))
+    .use(consoleSiteRoutes(deps))
+    .use(consoleDocumentRoutes(deps))
+    .use(consoleInsightRoutes(deps));
 }
