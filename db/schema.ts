@@ -682,3 +682,34 @@ export const mailBudget = pgTable(
     index("mail_budget_expires_idx").on(t.expiresAt),
   ],
 );
+
+/**
+ * Decisions counted (src/counters/decision-counts.ts, src/insight): per site, feature, outcome,
+ * experiment variant and time bucket, at three grains (`minute`, `hour`, `day`, UTC). Each flush
+ * adds its deltas to all three (`count = count + delta`), so the hours and days are rolled up as
+ * they are written, and several processes' counts add up. `verdict` and `offer` are the outcome's
+ * as last counted (walled = `deny`; the offer its paywall shows). Swept by grain (docs/operations.md).
+ */
+export const decisionCounts = pgTable(
+  "decision_counts",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    grain: text({ enum: ["minute", "hour", "day"] }).notNull(),
+    bucket: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+    feature: text().notNull(),
+    outcome: text().notNull(),
+    /** Empty strings for an ending that is no experiment's arm. */
+    experiment: text().notNull(),
+    variant: text().notNull(),
+    verdict: text().notNull(),
+    offer: text().notNull(),
+    count: bigint({ mode: "number" }).notNull(),
+  },
+  (t) => [
+    primaryKey({
+      columns: [t.tenantId, t.siteId, t.grain, t.bucket, t.feature, t.outcome, t.experiment, t.variant],
+    }),
+    index("decision_counts_grain_bucket_idx").on(t.grain, t.bucket),
+  ],
+);

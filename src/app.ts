@@ -34,6 +34,7 @@ import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
 import { adminImpactRoutes } from "./impact/admin-routes";
 import { AppError, errorBody } from "./infra/errors";
+import { adminInsightRoutes } from "./insight/routes";
 import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
 import { ofrepRoutes } from "./ofrep/routes";
@@ -92,6 +93,7 @@ export function createApp(deps: Deps) {
     .use(
       adminRoutes(deps, [
         adminImpactRoutes(deps),
+        adminInsightRoutes(deps),
         adminOrgRoutes(deps),
         adminGiftRoutes(deps),
         adminExplainRoutes(deps),

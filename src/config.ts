@@ -105,6 +105,10 @@ export interface RetentionSettings {
   readonly auditDays: number;
   /** Document versions kept per site besides the live and staged ones (the newest). */
   readonly documentVersions: number;
+  /** Decision counts by minute, hour and day (src/insight): days each grain is kept. */
+  readonly decisionMinuteDays: number;
+  readonly decisionHourDays: number;
+  readonly decisionDayDays: number;
 }
 
 export class ConfigError extends Error {
@@ -248,6 +252,10 @@ function retentionSettings(env: Env): RetentionSettings {
     checkoutEventDays,
     auditDays: intVar(env, "SVC_RETAIN_AUDIT_DAYS", 365, 1, 36500),
     documentVersions: intVar(env, "SVC_RETAIN_DOCUMENT_VERSIONS", 200, 1, 1_000_000),
+    // At least what the insight ranges read: 1 hour by minute, 7 days by hour, 30 days by day.
+    decisionMinuteDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_MINUTE_DAYS", 2, 1, 3650),
+    decisionHourDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_HOUR_DAYS", 35, 8, 3650),
+    decisionDayDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_DAY_DAYS", 800, 31, 36500),
   });
 }
 

@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
 import { type ContentStore, DrizzleContentStore } from "./content/store";
+import { DecisionCounts } from "./counters/decision-counts";
 import { Flusher } from "./counters/flusher";
 import { MeterCounters, type MeterStore } from "./counters/meter-counters";
 import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota-leases";
@@ -21,6 +22,8 @@ import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
+import { DrizzleInsightStore } from "./insight/drizzle-store";
+import type { InsightDeps } from "./insight/service";
 import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
@@ -70,6 +73,10 @@ export interface Deps {
   readonly keys: KeyService;
   readonly meters: MeterCounters;
   readonly flusher: Flusher;
+  /** Decisions counted per feature, outcome, variant and minute, flushed with the meters (src/insight). */
+  readonly decisionCounts: DecisionCounts;
+  /** What the insight reports read (src/insight). */
+  readonly insightDeps: InsightDeps;
   readonly users: UserStore;
   readonly userFacts: UserFactsCache;
   readonly streamingStore: StreamingStore;
@@ -166,7 +173,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     exactSeen: database.kind === "server",
     now,
   });
-  const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
+  const insight = new DrizzleInsightStore(database.db);
+  const decisionCounts = new DecisionCounts(insight);
+  const flusher = new Flusher([keyUsage, meters, decisionCounts], config.flushIntervalMs, logger);
   const users = new UserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
   const streamingStore = new StreamingStore(database.db);
@@ -335,7 +344,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     streamingStore,
     streamingFacts,
     previewTokens,
-    decisions: createDecisionEngine({ meters, userFacts, streamingFacts, gifts, config, newsletters, previewTokens }),
+    decisionCounts,
+    insightDeps: { insight, flushCounters: () => flusher.flushAll(), now },
+    decisions: createDecisionEngine({
+      meters,
+      userFacts,
+      streamingFacts,
+      gifts,
+      config,
+      newsletters,
+      previewTokens,
+      decisionCounts,
+    }),
     // The embedded store has one process: its windows are exact in memory. On a server, several
     // processes and hosts may serve one key, so each leases its share of the window from Postgres.
     keyedDecideRate:

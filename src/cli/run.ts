@@ -11,6 +11,7 @@ import { giftCommands } from "./commands/gifts";
 import { keyCommands } from "./commands/keys";
 import { schemaCommands } from "./commands/schema";
 import { siteCommands } from "./commands/site";
+import { statsCommands } from "./commands/stats";
 import { tenantCommands } from "./commands/tenant";
 import { userCommands } from "./commands/users";
 import { type CliEnv, CliError, type Command, commandContext, type Output, type Values } from "./context";
@@ -63,6 +64,9 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   console-user list [--tenant T]
   console-user remove <email> [--tenant T]     (also ends their console sessions)
   audit [--site S] [--tenant T] [--limit N]    operator actions, newest first (docs/operations.md)
+  stats <site> [--range 1h|24h|7d|30d] [--tenant T]
+                                               decisions, the paywall funnel, experiments and meters
+                                               (docs/insight.md; default range 24h)
   db stats                                     the store's size and each table's rows (estimate) and MB
   backup <file>                                the running server's embedded store, consistent (docs/deploying.md)
   restore <file>                               into $SVC_DATA_DIR while it holds no store and no server runs
@@ -136,6 +140,7 @@ function parse(argv: string[]) {
       site: { type: "string" },
       limit: { type: "string" },
       role: { type: "string" },
+      range: { type: "string" },
     },
   });
 }
@@ -152,6 +157,7 @@ const COMMANDS = new Map<string, Command>(
     ...contentCommands,
     ...consoleUserCommands,
     ...auditCommands,
+    ...statsCommands,
     ...dbCommands,
     ...backupCommands,
     ...explainCommands,

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { readCookie } from "../identity/cookies";
 import { AppError } from "../infra/errors";
-import { consoleScript, consoleStyle } from "./assets";
+import { consoleScript, consoleStyle, insightScript } from "./assets";
 import { type Arrival, crossSite, errorPage } from "./guard";
 import { consoleCookie, formOf, htmlResponse, redirect } from "./http";
 import { CONSOLE_CSRF_COOKIE, CONSOLE_PATH, CONSOLE_SESSION_COOKIE, CONSOLE_SESSION_TTL_MS } from "./model";
@@ -53,6 +53,18 @@ export function consoleAuthRoutes(deps: ConsoleDeps) {
       async ({ request }) => {
         try {
           const script = await consoleScript();
+          return asset(script.body, script.type, script.etag, request);
+        } catch (error) {
+          return errorPage(deps, error, null);
+        }
+      },
+      NO_PARSE,
+    )
+    .get(
+      "/assets/insight.js",
+      async ({ request }) => {
+        try {
+          const script = await insightScript();
           return asset(script.body, script.type, script.etag, request);
         } catch (error) {
           return errorPage(deps, error, null);

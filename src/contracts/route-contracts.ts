@@ -612,6 +612,22 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
   ),
   "post /admin/tenants/{tenant}/sites/{site}/explain": admin("Explain decisions for a subject"),
   "get /admin/tenants/{tenant}/sites/{site}/impact": admin("Sampled impact of the live document", ADMIN_READ),
+  "get /admin/tenants/{tenant}/sites/{site}/insight/decisions": admin(
+    "Decisions per feature, outcome and variant over a range (1h, 24h, 7d, 30d)",
+    ADMIN_READ,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/insight/funnel": admin(
+    "Walled readers, checkouts started, completed and granted, per day and offer",
+    ADMIN_READ,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/insight/experiments": admin(
+    "Exposures, outcomes and conversions per experiment variant, with a two-proportion z-test",
+    ADMIN_READ,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/insight/meters": admin(
+    "Readers per meter value in each meter's current period",
+    ADMIN_READ,
+  ),
   "get /admin/tenants/{tenant}/sites/{site}/gift-links/report": admin("Gift-link report", ADMIN_READ),
   "post /admin/tenants/{tenant}/sites/{site}/gift-links/{gift}/revoke": admin("Revoke a gift link"),
   "get /admin/tenants/{tenant}/sites/{site}/content": admin("Content items read from the CMS", ADMIN_READ),

@@ -37,6 +37,7 @@ import type {
   FeatureDecision,
   FeatureResult,
   IdentityMode,
+  OutcomeKey,
 } from "./types";
 import { createContentVerifier, type VerifiedContent } from "./verifier";
 
@@ -47,6 +48,13 @@ export interface CompiledSite {
   readonly meters: ReadonlyMap<string, CompiledMeter>;
   readonly features: ReadonlyMap<string, CompiledFeature>;
   readonly experiments: ReadonlyMap<string, CompiledExperiment>;
+  /**
+   * Every way a feature can end, once each; a result's `slot` indexes it (decision counts). An
+   * experiment's exposures are counted too, one key per variant with an empty feature and outcome.
+   */
+  readonly outcomeKeys: readonly OutcomeKey[];
+  /** Each split arm's exposure -> the slot of its (experiment, variant) in `outcomeKeys`. */
+  readonly exposureSlots: ReadonlyMap<Exposure, number>;
   /**
    * Features whose rules or url templates read `streaming.*`; null when none does, so decide
    * loads a user's streaming values only for a request naming one of them.
@@ -67,6 +75,7 @@ export interface CompiledSite {
 const EMPTY: readonly string[] = Object.freeze([]);
 
 interface OutcomeRuntime {
+  readonly id: string;
   /** Shared frozen decision; for a templated url it lacks `url`, which is resolved per request. */
   readonly base: FeatureDecision;
   /** Resolves a templated url; null when the url is literal (then it is already in `base`). */
@@ -122,6 +131,7 @@ function compileOutcome(id: string, o: OutcomeDefinition, catalog: SiteDocument[
   if (o.url !== undefined && !templated) base.url = o.url;
   if (o.fallbackUrl !== undefined) base.fallbackUrl = o.fallbackUrl;
   return {
+    id,
     base: Object.freeze(base),
     resolveUrl: templated ? compileUrlTemplate(o.url as string) : null,
     jsonHead: decisionJsonHead(base),
@@ -154,6 +164,37 @@ interface Arm {
   readonly outcome: OutcomeRuntime;
   readonly exposure: Exposure | undefined;
   readonly prebuilt: FeatureResult | undefined;
+  readonly slot: number;
+}
+
+/** Hands out one slot per (feature, outcome, experiment, variant), in first-seen order. */
+type SlotOf = (outcome: OutcomeRuntime, exposure: Exposure | undefined) => number;
+
+function outcomeSlots(keys: OutcomeKey[], exposures: Map<Exposure, number>, feature: string): SlotOf {
+  const known = new Map<string, number>();
+  return (outcome, exposure) => {
+    if (exposure !== undefined) exposures.set(exposure, exposureSlot(keys, exposure));
+    const experiment = exposure?.experiment ?? "";
+    const variant = exposure?.variant ?? "";
+    const id = `${outcome.id}\u0001${experiment}\u0001${variant}`;
+    let slot = known.get(id);
+    if (slot === undefined) {
+      slot = keys.length;
+      const offer = outcome.base.fields?.checkoutOffer;
+      keys.push(
+        Object.freeze({
+          feature,
+          outcome: outcome.id,
+          type: outcome.base.type ?? null,
+          offer: typeof offer === "string" ? offer : null,
+          experiment,
+          variant,
+        }),
+      );
+      known.set(id, slot);
+    }
+    return slot;
+  };
 }
 
 interface RuleRuntime {
@@ -165,16 +206,34 @@ interface RuleRuntime {
   readonly split: { readonly experiment: CompiledExperiment; readonly arms: ReadonlyMap<string, Arm> } | null;
 }
 
-function makeArm(outcome: OutcomeRuntime, ticks: readonly string[], exposure: Exposure | undefined): Arm {
+/** The slot counting an experiment variant's exposures (feature and outcome empty). */
+function exposureSlot(keys: OutcomeKey[], e: Exposure): number {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as OutcomeKey;
+    if (k.feature === "" && k.experiment === e.experiment && k.variant === e.variant) return i;
+  }
+  keys.push(
+    Object.freeze({ feature: "", outcome: "", type: null, offer: null, experiment: e.experiment, variant: e.variant }),
+  );
+  return keys.length - 1;
+}
+
+function makeArm(
+  slotOf: SlotOf,
+  outcome: OutcomeRuntime,
+  ticks: readonly string[],
+  exposure: Exposure | undefined,
+): Arm {
+  const slot = slotOf(outcome, exposure);
   const prebuilt =
     outcome.resolveUrl === null
       ? Object.freeze(
           exposure === undefined
-            ? { decision: outcome.base, ticks, json: `${outcome.jsonHead}}` }
-            : { decision: outcome.base, ticks, exposure, json: `${outcome.jsonHead}}` },
+            ? { decision: outcome.base, ticks, json: `${outcome.jsonHead}}`, slot }
+            : { decision: outcome.base, ticks, exposure, json: `${outcome.jsonHead}}`, slot },
         )
       : undefined;
-  return { outcome, exposure, prebuilt };
+  return { outcome, exposure, prebuilt, slot };
 }
 
 function result(arm: Arm, ticks: readonly string[], s: FactSnapshot, meters: MeterValues | undefined): FeatureResult {
@@ -182,8 +241,8 @@ function result(arm: Arm, ticks: readonly string[], s: FactSnapshot, meters: Met
   const decision = decisionOf(arm.outcome, s, meters);
   const jsonHead = arm.outcome.jsonHead;
   return arm.exposure === undefined
-    ? { decision, ticks, jsonHead }
-    : { decision, ticks, exposure: arm.exposure, jsonHead };
+    ? { decision, ticks, jsonHead, slot: arm.slot }
+    : { decision, ticks, exposure: arm.exposure, jsonHead, slot: arm.slot };
 }
 
 /** Shared by features that read no meter: their conditions never write to it. */
@@ -194,7 +253,10 @@ function compileFeature(
   def: FeatureDefinition,
   doc: SiteDocument,
   experiments: ReadonlyMap<string, CompiledExperiment>,
+  keys: OutcomeKey[],
+  exposureSlots: Map<Exposure, number>,
 ): CompiledFeature {
+  const slotOf = outcomeSlots(keys, exposureSlots, name);
   const outcomes = new Map<string, OutcomeRuntime>();
   for (const [id, o] of Object.entries(def.outcomes)) outcomes.set(id, compileOutcome(id, o, doc.catalog));
   const outcome = (id: string): OutcomeRuntime => {
@@ -223,7 +285,7 @@ function compileFeature(
       for (const variant of experiment.variants) {
         const id = r.split.outcomes[variant];
         if (id === undefined) throw new Error(`feature ${name}: variant ${variant} has no outcome`);
-        arms.set(variant, makeArm(outcome(id), ticks, Object.freeze({ experiment: experiment.name, variant })));
+        arms.set(variant, makeArm(slotOf, outcome(id), ticks, Object.freeze({ experiment: experiment.name, variant })));
       }
       split = { experiment, arms };
     }
@@ -231,13 +293,13 @@ function compileFeature(
       when: r.when === undefined ? null : compileCondition(r.when, { meterKind }),
       ticks,
       ticksSeen: ticks.some((m) => meterKind(m) === "seen"),
-      thenArm: r.then === undefined ? null : makeArm(outcome(r.then), ticks, undefined),
+      thenArm: r.then === undefined ? null : makeArm(slotOf, outcome(r.then), ticks, undefined),
       split,
     };
   });
 
-  const defaultArm = makeArm(outcome(def.default), EMPTY, undefined);
-  const errorArm = makeArm(outcome(def.onError), EMPTY, undefined);
+  const defaultArm = makeArm(slotOf, outcome(def.default), EMPTY, undefined);
+  const errorArm = makeArm(slotOf, outcome(def.onError), EMPTY, undefined);
   const readsMeters = reads.length > 0;
   const ruleCount = rules.length;
 
@@ -302,8 +364,10 @@ export function compileSite(document: SiteDocument): CompiledSite {
     experiments.set(name, compileExperiment(name, e.salt, e.variants));
   }
   const features = new Map<string, CompiledFeature>();
+  const outcomeKeys: OutcomeKey[] = [];
+  const exposureSlots = new Map<Exposure, number>();
   for (const [name, f] of Object.entries(document.features ?? {})) {
-    features.set(name, compileFeature(name, f, document, experiments));
+    features.set(name, compileFeature(name, f, document, experiments, outcomeKeys, exposureSlots));
   }
   const verifier = createContentVerifier(document.contentKeys ?? []);
   const streamingFeatures = new Set<string>();
@@ -321,6 +385,8 @@ export function compileSite(document: SiteDocument): CompiledSite {
     meters,
     features,
     experiments,
+    outcomeKeys: Object.freeze(outcomeKeys),
+    exposureSlots,
     streamingFeatures: streamingFeatures.size > 0 ? streamingFeatures : null,
     newsletterFeatures: newsletterFeatures.size > 0 ? newsletterFeatures : null,
     verifyContent: (descriptor: ContentDescriptor | undefined, nowMs: number): VerifiedContent | null =>

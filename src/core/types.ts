@@ -91,6 +91,24 @@ export interface FeatureResult {
   readonly json?: string;
   /** Otherwise its outcome's JSON up to the meters (`decisionJsonHead`), written at compile. */
   readonly jsonHead?: string;
+  /**
+   * Where this ending is counted: its position in the document's `outcomeKeys` (one per feature,
+   * outcome and experiment variant), so counting a decision is one typed-array increment.
+   */
+  readonly slot: number;
+}
+
+/** What one counted decision slot stands for (`CompiledSite.outcomeKeys`). */
+export interface OutcomeKey {
+  readonly feature: string;
+  readonly outcome: string;
+  /** The outcome's verdict (`deny` counts as walled), or null. */
+  readonly type: string | null;
+  /** The outcome's `checkoutOffer` field when it is a string (the offer the wall shows), or null. */
+  readonly offer: string | null;
+  /** The experiment and variant of a split rule's arm; empty strings otherwise. */
+  readonly experiment: string;
+  readonly variant: string;
 }
 
 /** Result of a batch: effects deduplicated across features, applied by the caller afterwards. */

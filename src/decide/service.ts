@@ -153,5 +153,7 @@ export function decideJson(deps: DecideDeps, req: DecideRequest): string | Promi
 }
 
 function writeAnswer(deps: DecideDeps, req: DecideRequest, result: BatchResult): string {
+  // Live decisions are counted (a typed-array increment per answered feature); previews are not.
+  if (deps.decisionCounts !== null && !req.preview) deps.decisionCounts.count(req.site, req.document, result, req.now);
   return answerJson(result, req.preview, req.accessMissing === true, deps.exposureSchemaJson);
 }

@@ -1,4 +1,5 @@
 import type { Config } from "../config";
+import type { DecisionCounts } from "../counters/decision-counts";
 import type { MeterCounters } from "../counters/meter-counters";
 import type { GiftLedger } from "../gifts/ledger";
 import type { NewsletterFactsCache } from "../newsletters/facts-cache";
@@ -18,6 +19,8 @@ export interface DecideDeps {
   readonly gifts: GiftLedger;
   /** Newsletter standings: read only for a request naming a feature that reads `newsletters.*`. */
   readonly newsletterFacts?: NewsletterFactsCache;
+  /** Decisions counted per feature, outcome, variant and minute (insight); null counts none. */
+  readonly decisionCounts: DecisionCounts | null;
 }
 
 /** Where decide's facts come from: the process' stores and caches (a narrow view of the app's deps). */
@@ -28,6 +31,7 @@ export interface DecideSources {
   readonly gifts: GiftLedger;
   readonly config: Pick<Config, "igluVendor" | "readDeadlineMs">;
   readonly newsletters?: { readonly facts: NewsletterFactsCache };
+  readonly decisionCounts?: DecisionCounts;
 }
 
 /** What decide needs of the process' dependencies (every decide route builds it once). */
@@ -40,5 +44,6 @@ export function decideDepsOf(deps: DecideSources): DecideDeps {
     streamingFacts: deps.streamingFacts,
     exposureSchemaJson: JSON.stringify(`iglu:${deps.config.igluVendor}/experiment_exposure/jsonschema/1-0-0`),
     readDeadlineMs: deps.config.readDeadlineMs,
+    decisionCounts: deps.decisionCounts ?? null,
   };
 }

@@ -87,6 +87,14 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   { table: "identity_conflicts", where: (s, now) => sql`created_at < ${before(now - s.auditDays * DAY_MS)}` },
   { table: "jobs", where: (s, now) => sql`state = 'dead' and run_at < ${before(now - s.auditDays * DAY_MS)}` },
   {
+    table: "decision_counts",
+    // Each grain for its own days: minutes for the last hours, hours for weeks, days for years.
+    where: (s, now) =>
+      sql`((grain = 'minute' and bucket < ${before(now - s.decisionMinuteDays * DAY_MS)})
+        or (grain = 'hour' and bucket < ${before(now - s.decisionHourDays * DAY_MS)})
+        or (grain = 'day' and bucket < ${before(now - s.decisionDayDays * DAY_MS)}))`,
+  },
+  {
     table: "recommendation_usage",
     where: (s, now) => sql`period < ${monthOf(now - s.auditDays * DAY_MS)}`,
   },

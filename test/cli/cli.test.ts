@@ -223,6 +223,40 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(text.stdout).toContain("\nsite_documents\t");
   });
 
+  it("prints the insight figures through stats: three metered reads show as three more decisions", async () => {
+    const metered = async () => {
+      const out = await runCli(["stats", "demo", "--range", "24h", "--json"], env);
+      expect(out.code).toBe(0);
+      const json = JSON.parse(out.stdout) as {
+        decisions: { series: { feature: string; outcome: string; total: number }[] };
+        meters: { meters: { meter: string }[] };
+      };
+      expect(json.meters.meters.map((m) => m.meter)).toContain("articles");
+      return json.decisions.series.find((x) => x.feature === "paywall" && x.outcome === "metered")?.total ?? 0;
+    };
+    const before = await metered();
+    // Through the browser route (no key: the demo key's request count is checked below).
+    for (const id of ["cli-1", "cli-2", "cli-3"]) {
+      const res = await fetch(`${server.url}/svc/v1/decide`, {
+        method: "POST",
+        headers: { "x-svc-site-id": "demo", origin: "http://localhost:3000", "content-type": "application/json" },
+        body: JSON.stringify({
+          features: ["paywall"],
+          deviceId: "cli-stats",
+          content: signedContent({ id, section: "news", access: "metered" }, "demo-content-key-change-me"),
+        }),
+      });
+      expect(res.status).toBe(200);
+    }
+    expect(await metered()).toBe(before + 3);
+    const text = await runCli(["stats", "demo"], env);
+    expect(text.stdout).toContain("FEATURE\tOUTCOME\tVARIANT\tVERDICT\tCOUNT");
+    expect(text.stdout).toContain("Experiment paywall_offer (control annual; two-proportion z-test");
+    const bad = await runCli(["stats", "demo", "--range", "2y"], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("--range must be one of 1h, 24h, 7d, 30d");
+  });
+
   it("prints the site-document JSON Schema without a server", async () => {
     const res = await runCli(["schema", "--json"], { SVC_URL: "http://127.0.0.1:9" });
     expect(res.code).toBe(0);

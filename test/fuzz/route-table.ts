@@ -545,6 +545,19 @@ export const ROUTES: RouteSpec[] = withPreflights([
     credential: "operator",
     params: adminSite,
   },
+  ...(["decisions", "funnel", "experiments"] as const).map((report) => ({
+    method: "GET" as const,
+    path: `/admin/tenants/:tenant/sites/:site/insight/${report}`,
+    credential: "operator" as const,
+    params: adminSite,
+    query: () => ({ range: "7d" }),
+  })),
+  {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/insight/meters",
+    credential: "operator",
+    params: adminSite,
+  },
   {
     method: "GET",
     path: "/admin/tenants/:tenant/sites/:site/keys",
@@ -657,6 +670,7 @@ export const ROUTES: RouteSpec[] = withPreflights([
 const CONSOLE_PAGES: [string, string][] = [
   ["GET", "/console/assets/console.js"],
   ["GET", "/console/assets/console.css"],
+  ["GET", "/console/assets/insight.js"],
   ["GET", "/console/sign-in"],
   ["POST", "/console/sign-in"],
   ["GET", "/console/auth"],
@@ -678,6 +692,7 @@ const CONSOLE_PAGES: [string, string][] = [
   ["POST", "/console/sites/:site/documents/:version/publish"],
   ["POST", "/console/sites/:site/preview-token"],
   ["GET", "/console/sites/:site/impact"],
+  ["GET", "/console/sites/:site/insight"],
 ];
 ROUTES.push(
   {

@@ -440,6 +440,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/tenants/{tenant}/sites/{site}/insight/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Decisions per feature, outcome and variant over a range (1h, 24h, 7d, 30d) */
+        get: operations["getAdminTenantsSitesInsightDecisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant}/sites/{site}/insight/funnel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Walled readers, checkouts started, completed and granted, per day and offer */
+        get: operations["getAdminTenantsSitesInsightFunnel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant}/sites/{site}/insight/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Exposures, outcomes and conversions per experiment variant, with a two-proportion z-test */
+        get: operations["getAdminTenantsSitesInsightExperiments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant}/sites/{site}/insight/meters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readers per meter value in each meter's current period */
+        get: operations["getAdminTenantsSitesInsightMeters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/tenants/{tenant}/organizations": {
         parameters: {
             query?: never;
@@ -2362,6 +2430,107 @@ export interface components {
             token: string;
             expiresAt: string;
         };
+        GetAdminTenantsSitesInsightDecisionsAnswer: {
+            site: string;
+            range: string;
+            grain: string;
+            from: string;
+            to: string;
+            /** @description Start of each bucket (UTC, ISO 8601) */
+            buckets: string[];
+            series: {
+                feature: string;
+                outcome: string;
+                experiment: string;
+                variant: string;
+                verdict: string;
+                offer: string;
+                counts: number[];
+                total: number;
+            }[];
+            total: number;
+        };
+        GetAdminTenantsSitesInsightFunnelAnswer: {
+            site: string;
+            range: string;
+            from: string;
+            to: string;
+            days: {
+                day: string;
+                offer: string;
+                walled: number;
+                started: number;
+                completed: number;
+                granted: number;
+            }[];
+            /** @description Per offer over the whole range (day empty) */
+            offers: {
+                day: string;
+                offer: string;
+                walled: number;
+                started: number;
+                completed: number;
+                granted: number;
+            }[];
+            total: {
+                day: string;
+                offer: string;
+                walled: number;
+                started: number;
+                completed: number;
+                granted: number;
+            };
+        };
+        GetAdminTenantsSitesInsightExperimentsAnswer: {
+            site: string;
+            range: string;
+            from: string;
+            to: string;
+            minimum: {
+                exposures: number;
+                conversions: number;
+            };
+            experiments: {
+                experiment: string;
+                control: string;
+                test: string;
+                enough: boolean;
+                /** @enum {string} */
+                verdict: "too-early" | "no-difference" | "better" | "worse";
+                winner: string | null;
+                sentence: string;
+                variants: {
+                    variant: string;
+                    exposures: number;
+                    conversions: number;
+                    rate: number;
+                    interval: number[];
+                    outcomes: {
+                        [key: string]: number;
+                    };
+                    versusControl?: {
+                        difference: number;
+                        interval: number[];
+                        z: number;
+                        p: number;
+                    };
+                }[];
+            }[];
+        };
+        GetAdminTenantsSitesInsightMetersAnswer: {
+            site: string;
+            meters: {
+                meter: string;
+                kind: string;
+                allowance: number;
+                period: string;
+                readers: number;
+                values: {
+                    value: number;
+                    readers: number;
+                }[];
+            }[];
+        };
         GetAdminTenantsOrganizationsAnswer: {
             organizations: ({
                 /** Format: uuid */
@@ -3967,6 +4136,124 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAdminTenantsSitesInsightDecisions: {
+        parameters: {
+            query?: {
+                range?: "1h" | "24h" | "7d" | "30d";
+            };
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAdminTenantsSitesInsightDecisionsAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAdminTenantsSitesInsightFunnel: {
+        parameters: {
+            query?: {
+                range?: "1h" | "24h" | "7d" | "30d";
+            };
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAdminTenantsSitesInsightFunnelAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAdminTenantsSitesInsightExperiments: {
+        parameters: {
+            query?: {
+                range?: "1h" | "24h" | "7d" | "30d";
+            };
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAdminTenantsSitesInsightExperimentsAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    getAdminTenantsSitesInsightMeters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAdminTenantsSitesInsightMetersAnswer"];
                 };
             };
             400: components["responses"]["400"];

@@ -43,8 +43,16 @@ const HTMX_CONFIG = new Html(
   }).replaceAll("'", "&#39;"),
 );
 
-/** The whole page: one stylesheet and one script, both from the console itself (strict CSP). */
-export function layout(title: string, body: Html, session: ConsoleSession | null): Html {
+/**
+ * The whole page: one stylesheet and one script, both from the console itself (strict CSP); a
+ * page may add one more script of the console's own (`assets`: the insight page's charts).
+ */
+export function layout(
+  title: string,
+  body: Html,
+  session: ConsoleSession | null,
+  assets: { readonly script?: string } = {},
+): Html {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -55,6 +63,7 @@ export function layout(title: string, body: Html, session: ConsoleSession | null
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">
 <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
+${assets.script ? html`<script src="${CONSOLE_PATH}/assets/${assets.script}" defer></script>` : ""}
 </head>
 <body hx-boost="true">
 <a class="skip" href="#main">Skip to content</a>

@@ -15,7 +15,7 @@ export function sitesPage(
 <td>${s.disabled ? "Disabled" : "Enabled"}</td>
 <td>${s.liveVersion ?? "none"}</td>
 <td>${s.previewVersion ?? "none"}</td>
-<td><a href="${href("sites", s.id, "keys")}">Keys</a> · <a href="${href("sites", s.id, "documents")}">Documents</a></td>
+<td><a href="${href("sites", s.id, "keys")}">Keys</a> · <a href="${href("sites", s.id, "documents")}">Documents</a> · <a href="${href("sites", s.id, "insight")}">Insight</a></td>
 ${
   write
     ? html`<td><form method="post" action="${href("sites", s.id, s.disabled ? "enable" : "disable")}" class="inline">${hiddenCsrf(session)}<button type="submit">${s.disabled ? "Enable" : "Disable"}</button></form></td>`

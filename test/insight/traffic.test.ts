@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { runInsightTraffic, type TrafficResult } from "../../scripts/insight-traffic";
+import { listen } from "../../src/app";
+import { connectStripe, SECRET_KEY, WEBHOOK_SECRET } from "../checkout/setup";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
+import { OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+
+const demo = JSON.parse(readFileSync(join(import.meta.dir, "..", "..", "docs", "examples", "demo-site.json"), "utf8"));
+
+describe.each(storeKinds)("a scripted run of traffic on the demo site (%s store)", (kind) => {
+  let result: TrafficResult;
+  let stop: () => Promise<void>;
+  let stripe: FakeStripe;
+
+  beforeAll(async () => {
+    const db = await freshDatabase(kind);
+    const h = await startHarness(db);
+    // Checkout sessions are stamped by Postgres' clock: the reports' windows must be on the same day.
+    h.clock.set(Date.now());
+    const { key } = await seedSite(h, "demo", demo);
+    stripe = await startFakeStripe({
+      secretKey: SECRET_KEY,
+      webhookSecret: WEBHOOK_SECRET,
+      prices: ["price_demo_monthly", "price_demo_annual", "price_demo_pass"],
+    });
+    await connectStripe(h, stripe);
+    const app = listen(h.app, h.deps, 0);
+    const server = app.server as unknown as { port: number; stop(force?: boolean): Promise<void> };
+    stop = async () => {
+      await server.stop(true);
+      await stripe.stop();
+      await h.stop();
+      await db.drop();
+    };
+    result = await runInsightTraffic({
+      base: `http://127.0.0.1:${server.port}`,
+      operatorToken: OPERATOR_TOKEN,
+      key,
+      tenant: "default",
+      site: "demo",
+      origin: demo.allowedOrigins[0],
+      contentSecret: demo.contentKeys[0].secret,
+      readers: 16,
+      articles: 7,
+      buyPercent: { annual: 60, monthly: 30 },
+      abandonPercent: 50,
+      stripe,
+      runId: "t",
+      now: h.clock.now,
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await stop();
+  }, 60_000);
+
+  it("shows exactly the decisions, funnel, experiment and meter counts the script produced", () => {
+    expect(result.mismatches).toEqual([]);
+    // Every reader read 5 metered articles, then met the wall twice.
+    expect(result.expected.meterValues).toEqual({ "5": 16 });
+    const walls = Object.values(result.expected.funnel).reduce((n, f) => n + f.walled, 0);
+    expect(walls).toBe(32);
+    expect(result.observed.decisions["paywall|metered|"]).toBe(80);
+    const exposures = Object.values(result.observed.exposures).reduce((n, x) => n + x, 0);
+    expect(exposures).toBe(32);
+    const conversions = Object.values(result.observed.conversions).reduce((n, x) => n + x, 0);
+    expect(conversions).toBeGreaterThan(0);
+    const started = Object.values(result.observed.funnel).reduce((n, f) => n + f.started, 0);
+    expect(started).toBeGreaterThan(conversions);
+  });
+
+  it("calls no winner on so small a sample, and says why", () => {
+    const e = result.after.experiments.experiments.find((x) => x.experiment === "paywall_offer");
+    expect(e?.verdict).toBe("too-early");
+    expect(e?.winner).toBeNull();
+    expect(e?.sentence).toContain("Too early to call");
+    expect(e?.test).toContain("two-proportion z-test");
+  });
+});
