@@ -21,6 +21,7 @@ import {
   createSite,
   createTenant,
   deploySite,
+  documentOfBody,
   requireSite,
   setIdentityProvider,
   setPublicUrl,
@@ -120,9 +121,12 @@ export function adminRoutes(deps: AdminDeps, groups: readonly AnyElysia[] = []) 
     )
     .post(
       "/tenants/:tenant/sites/:site/deploy",
-      async ({ params, body }) => ({
-        deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
-      }),
+      async ({ params, body }) => {
+        const { document, source } = documentOfBody(body);
+        return {
+          deployment: await deploySite(deps, params.tenant, params.site, document, body.preview ?? false, source),
+        };
+      },
       { params: SiteParams, body: DeployBody },
     )
     .get(

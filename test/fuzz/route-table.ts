@@ -656,6 +656,7 @@ export const ROUTES: RouteSpec[] = withPreflights([
  */
 const CONSOLE_PAGES: [string, string][] = [
   ["GET", "/console/assets/console.js"],
+  ["GET", "/console/assets/editor.js"],
   ["GET", "/console/assets/console.css"],
   ["GET", "/console/sign-in"],
   ["POST", "/console/sign-in"],
