@@ -8,13 +8,16 @@ const policy = (styleSrc: string) =>
 /**
  * The console's answers: HTML with a strict Content-Security-Policy (our own script and
  * stylesheet only; no inline code, no framing, forms post only to the console), never cached,
- * and no Referer leaving a page (a sign-in link's token is in its URL).
+ * and no Referer leaving the console's origin (a sign-in link's token is in its URL).
  */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-security-policy": policy("'self'"),
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
-  "referrer-policy": "no-referrer",
+  // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a form
+  // posted without script, which the origin check must refuse; same-origin still sends no
+  // Referer (a sign-in link's token is in its URL) to any other site.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
   "cross-origin-opener-policy": "same-origin",
 });
