@@ -2246,7 +2246,8 @@ export interface components {
             };
         };
         PostAdminTenantsSitesDeployBody: {
-            document: unknown;
+            document?: unknown;
+            source?: string;
             preview?: boolean;
         };
         GetAdminTenantsSitesKeysAnswer: {
