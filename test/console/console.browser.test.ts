@@ -304,7 +304,7 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
   });
 
   it("works without script: the document is a plain textarea, checked on the server", async () => {
-    const { context, page } = await signedIn("ada@example.com");
+    const { context } = await signedIn("ada@example.com");
     const cookies = await context.cookies();
     const plain = await browser.newContext({ javaScriptEnabled: false });
     await plain.addCookies(cookies);
