@@ -286,7 +286,13 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
     const underlined = page.locator(".cm-lintRange-error");
     await underlined.first().waitFor();
     expect(await underlined.first().textContent()).toBe('"nope"');
-    await shot(page, "document-editor", true);
+    // The editor keeps its height (30rem) and scrolled itself to the problem.
+    const box = await page.locator(".cm-editor").boundingBox();
+    expect(box?.height).toBe(480);
+    expect(
+      await page.locator(".cm-scroller").evaluate((e) => (e as unknown as { scrollTop: number }).scrollTop),
+    ).toBeGreaterThan(0);
+    await shot(page, "document-editor");
 
     // The click selected the value: typing replaces it, and the problem goes as you type.
     await page.keyboard.type('"free"');

@@ -92,6 +92,8 @@ function attach(area: HTMLTextAreaElement): void {
           { delay: 300 },
         ),
         ...(nonce ? [EditorView.cspNonce.of(nonce)] : []),
+        // Through the facet: CodeMirror rewrites the editor's class attribute on updates.
+        EditorView.editorAttributes.of({ class: "document-editor" }),
         EditorView.contentAttributes.of({
           "aria-labelledby": labelId,
           "aria-describedby": list.id,
@@ -103,7 +105,6 @@ function attach(area: HTMLTextAreaElement): void {
       ],
     }),
   });
-  view.dom.classList.add("document-editor");
   area.after(view.dom, list);
   area.classList.add("enhanced");
   // A file chosen for upload fills the textarea (client/console.ts): the editor follows.
