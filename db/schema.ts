@@ -78,7 +78,10 @@ export const siteDocuments = pgTable(
     siteId: text().notNull(),
     version: integer().notNull(),
     stage: text({ enum: ["live", "preview"] }).notNull(),
+    /** The validated document, as data: what compiles, and what diffs compare. */
     document: jsonb().notNull(),
+    /** The document as its author wrote it (text, key order); null for versions stored before 0015. */
+    source: text(),
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.version] })],
@@ -626,6 +629,8 @@ export const auditLog = pgTable(
     action: text().notNull(),
     target: text().notNull(),
     summary: text().notNull(),
+    /** The action in words ("key 'my CMS' issued on site demo by ana@example.com"); '' before 0015. */
+    words: text().notNull().default(""),
   },
   (t) => [index("audit_log_tenant_site_id").on(t.tenantId, t.siteId, t.id)],
 );

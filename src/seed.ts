@@ -25,8 +25,8 @@ export async function seedDemo(deps: Deps, onSeeding?: () => void): Promise<{ ke
   onSeeding?.();
   await createTenant(deps, { id: DEMO_TENANT, default: true });
   await createSite(deps, DEMO_TENANT, DEMO_SITE);
-  const document = JSON.parse(readFileSync(demoDocumentPath, "utf8"));
-  await deploySite(deps, DEMO_TENANT, DEMO_SITE, document, false);
+  const source = readFileSync(demoDocumentPath, "utf8");
+  await deploySite(deps, DEMO_TENANT, DEMO_SITE, JSON.parse(source), false, source);
   const issued = await deps.keys.issue(DEMO_TENANT, DEMO_SITE, { name: "demo key (created on first run)" }, deps.now());
   return { key: issued.key, site: DEMO_SITE };
 }

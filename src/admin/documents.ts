@@ -28,6 +28,35 @@ export async function documentVersion(deps: DocumentDeps, tenantId: string, site
   return { ...found, live: version === site.liveVersion, preview: version === site.previewVersion };
 }
 
+/** A stored version's text as its author wrote it (a version stored before that was kept: its data, indented). */
+export function authoredText(found: { document: unknown; source: string | null }): string {
+  return found.source ?? JSON.stringify(found.document, null, 2);
+}
+
+/**
+ * A document's normalised text: members sorted by name at every level, two-space indented, so
+ * two versions compare line by line whatever order their authors wrote.
+ */
+export function normalisedText(document: unknown): string {
+  return JSON.stringify(sortedMembers(document), null, 2);
+}
+
+function sortedMembers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedMembers);
+  if (!isObject(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(value).sort()) {
+    // defineProperty: a member named __proto__ stays a member, not the object's prototype.
+    Object.defineProperty(out, name, {
+      value: sortedMembers(value[name]),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
 /**
  * Makes a stored version live: publishing the staged preview, or rolling back to an earlier
  * version. The version is validated again first, since a version stored long ago may fail

@@ -39,8 +39,13 @@ export const PublicUrlBody = t.Object({ publicUrl }, { additionalProperties: fal
 
 export const CreateSiteBody = t.Object({ id: siteId }, { additionalProperties: false });
 
+/** A document as JSON (`document`), or as the text its author wrote (`source`, kept as sent). */
 export const DeployBody = t.Object(
-  { document: t.Unknown(), preview: t.Optional(t.Boolean()) },
+  {
+    document: t.Optional(t.Unknown()),
+    source: t.Optional(t.String({ minLength: 1 })),
+    preview: t.Optional(t.Boolean()),
+  },
   { additionalProperties: false },
 );
 

@@ -22,6 +22,7 @@ import {
   createSite,
   createTenant,
   deploySite,
+  documentOfBody,
   requireSite,
   setIdentityProvider,
   setPublicUrl,
@@ -122,9 +123,12 @@ export function adminRoutes(deps: AdminDeps & JsonApiDeps, groups: readonly AnyE
     )
     .post(
       "/tenants/:tenant/sites/:site/deploy",
-      async ({ params, body }) => ({
-        deployment: await deploySite(deps, params.tenant, params.site, body.document, body.preview ?? false),
-      }),
+      async ({ params, body }) => {
+        const { document, source } = documentOfBody(body);
+        return {
+          deployment: await deploySite(deps, params.tenant, params.site, document, body.preview ?? false, source),
+        };
+      },
       { params: SiteParams, body: DeployBody },
     )
     .get(

@@ -1,5 +1,6 @@
 import type { ChangeFeed } from "../changes/change-feed";
 import { validateSiteDocument } from "../core/document";
+import { isStorableText, UNSTORABLE_TEXT } from "../core/text";
 import { AppError } from "../infra/errors";
 import type { SiteStore } from "../sites/store";
 
@@ -70,6 +71,8 @@ export async function requireSite(deps: AdminServiceDeps, tenantId: string, site
 /**
  * Validates (schema + semantic checks), stores a new version and tells every process to swap
  * to it. An invalid document is refused with the failing JSON paths and changes nothing.
+ * `source` is the text `document` was parsed from, kept as its author wrote it; without one the
+ * document is kept as given (its members in the order they arrived, two-space indented).
  */
 export async function deploySite(
   deps: AdminServiceDeps,
@@ -77,14 +80,36 @@ export async function deploySite(
   siteId: string,
   document: unknown,
   preview: boolean,
+  source?: string,
 ) {
   await requireSite(deps, tenantId, siteId);
   const checked = validateSiteDocument(document);
   if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);
   const stage = preview ? "preview" : "live";
-  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage);
+  const text = source ?? JSON.stringify(document, null, 2);
+  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage, text);
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { site: siteId, tenant: tenantId, version, stage };
+}
+
+/**
+ * A deploy body's document: `document` as JSON, or `source`, the document's text as its author
+ * wrote it (parsed here; kept as sent). Exactly one of the two; else 422 at the member's path.
+ */
+export function documentOfBody(body: { document?: unknown; source?: string }): { document: unknown; source?: string } {
+  const invalid = (path: string, message: string) =>
+    new AppError("validation_failed", "The request failed validation.", [{ path, message }]);
+  if (body.source === undefined) {
+    if (body.document === undefined) throw invalid("/document", "send the document, or its text as source");
+    return { document: body.document };
+  }
+  if (body.document !== undefined) throw invalid("/source", "send the document or its text as source, not both");
+  if (!isStorableText(body.source)) throw invalid("/source", UNSTORABLE_TEXT);
+  try {
+    return { document: JSON.parse(body.source), source: body.source };
+  } catch (error) {
+    throw invalid("/source", `not JSON: ${(error as Error).message}`);
+  }
 }
 
 /** Disables (or enables again) a site: a disabled site answers 404 "Unknown site." everywhere. */

@@ -1,5 +1,6 @@
 import type { AuditEntry, AuditQuery, AuditRecord } from "./model";
 import type { AuditStore } from "./store";
+import { wordsOfEntry } from "./words";
 
 /** The audit log in memory, for tests that need no Postgres; held to the drizzle store by one contract suite. */
 export class MemoryAuditStore implements AuditStore {
@@ -15,6 +16,7 @@ export class MemoryAuditStore implements AuditStore {
       action: entry.action,
       target: entry.target,
       summary: entry.summary,
+      words: entry.words || wordsOfEntry(entry),
     });
   }
 

@@ -11,6 +11,8 @@ export interface AuditRecord {
   /** The route's parameters (ids), e.g. `tenant=default site=news`. */
   target: string;
   summary: string;
+  /** The action in words, with who did it ("key 'my CMS' issued on site demo by ana@example.com"). */
+  words: string;
 }
 
 /** An entry as the admin API and the CLI show it. */
@@ -23,6 +25,8 @@ export interface AuditEntry {
   action: string;
   target: string;
   summary: string;
+  /** What was done, in words, with who did it; `action`, `target` and `summary` stay the raw record. */
+  words: string;
 }
 
 export interface AuditQuery {

@@ -2,6 +2,7 @@ import { and, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { auditLog } from "../../db/schema";
 import type { AuditEntry, AuditQuery, AuditRecord } from "./model";
+import { wordsOfEntry } from "./words";
 
 /** Where audit entries live: Postgres (both stores) behind this interface. */
 export interface AuditStore {
@@ -37,6 +38,7 @@ export class DrizzleAuditStore implements AuditStore {
       action: r.action,
       target: r.target,
       summary: r.summary,
+      words: r.words || wordsOfEntry(r),
     }));
   }
 }

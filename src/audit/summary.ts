@@ -1,5 +1,6 @@
 import type { Logger } from "../logger";
 import type { AuditRecord } from "./model";
+import { auditWords } from "./words";
 
 /**
  * What the admin hook knows of a request that succeeded. Not its body: a hook that reads the body
@@ -89,6 +90,7 @@ export function auditRecordOf(r: HandledRequest, actor: string, at: Date): Audit
     action,
     target,
     summary: (summarise ? summarise(r) : "").slice(0, 500),
+    words: auditWords(action, r.params, r.response, actor),
   };
 }
 

@@ -91,6 +91,18 @@ export function commandContext(
   };
 }
 
+/** A JSON file's text, checked to parse (a CliError naming the file when it does not). */
+export function readJsonText(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+    JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  return text;
+}
+
 export function readJsonFile(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, "utf8"));

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { readCookie } from "../identity/cookies";
 import { AppError } from "../infra/errors";
-import { consoleScript, consoleStyle, insightScript } from "./assets";
+import { consoleScript, consoleStyle, editorScript, insightScript } from "./assets";
 import { type Arrival, crossSite, errorPage } from "./guard";
 import { consoleCookie, formOf, htmlResponse, redirect } from "./http";
 import { CONSOLE_CSRF_COOKIE, CONSOLE_PATH, CONSOLE_SESSION_COOKIE, CONSOLE_SESSION_TTL_MS } from "./model";
@@ -45,7 +45,7 @@ const asset = (body: string, type: string, etag: string, request: Request) =>
         headers: { "content-type": type, etag, "cache-control": "no-cache", "x-content-type-options": "nosniff" },
       });
 
-/** Sign-in by mailed link, sign-out, and the console's two static assets. */
+/** Sign-in by mailed link, sign-out, and the console's static assets (two scripts, one stylesheet). */
 export function consoleAuthRoutes(deps: ConsoleDeps) {
   return new Elysia({ prefix: CONSOLE_PATH })
     .get(
@@ -65,6 +65,18 @@ export function consoleAuthRoutes(deps: ConsoleDeps) {
       async ({ request }) => {
         try {
           const script = await insightScript();
+          return asset(script.body, script.type, script.etag, request);
+        } catch (error) {
+          return errorPage(deps, error, null);
+        }
+      },
+      NO_PARSE,
+    )
+    .get(
+      "/assets/editor.js",
+      async ({ request }) => {
+        try {
+          const script = await editorScript();
           return asset(script.body, script.type, script.etag, request);
         } catch (error) {
           return errorPage(deps, error, null);

@@ -1,6 +1,13 @@
 import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
-import { diffAgainstLive, documentVersion, listDocuments, publishVersion } from "../admin/documents";
+import {
+  authoredText,
+  diffAgainstLive,
+  documentVersion,
+  listDocuments,
+  normalisedText,
+  publishVersion,
+} from "../admin/documents";
 import { deploySite, requireSite } from "../admin/service";
 import type { CompiledSite } from "../core/compile";
 import { validateSiteDocument } from "../core/document";
@@ -48,7 +55,7 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
     let text = extra.text;
     if (text === undefined) {
       const current = listed.previewVersion ?? listed.liveVersion;
-      text = current === null ? "" : pretty((await documentVersion(deps, s.tenantId, site, current)).document);
+      text = current === null ? "" : authoredText(await documentVersion(deps, s.tenantId, site, current));
     }
     return {
       site,
@@ -71,7 +78,7 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
           if (raw !== null) {
             if (!/^[1-9]\d{0,8}$/.test(raw)) throw new AppError("not_found", "Unknown document version.");
             const found = await documentVersion(deps, s.tenantId, site, Number(raw));
-            viewed = { version: found.version, text: pretty(found.document) };
+            viewed = { version: found.version, text: authoredText(found), normalised: normalisedText(found.document) };
           }
           return htmlResponse(documentsPage(s, await view(s, site, viewed ? { viewed } : {})));
         }),
@@ -96,7 +103,7 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
             return show({ changes: (await diffAgainstLive(deps, s.tenantId, site, document.value)).changes });
           if (op !== "stage")
             throw new AppError("bad_request", "Choose Validate, Diff against live or Stage as preview.");
-          const deployment = await deploySite(deps, s.tenantId, site, document.value, true);
+          const deployment = await deploySite(deps, s.tenantId, site, document.value, true, text);
           await audited(deps, s, {
             route: "/admin/tenants/:tenant/sites/:site/deploy",
             params: { tenant: s.tenantId, site },

@@ -4,7 +4,14 @@
  * JSX runtime would add a build step to a handful of pages (docs/console.md).
  */
 export class Html {
-  constructor(readonly value: string) {}
+  /**
+   * `styleNonce`: a whole page's CSP nonce for style elements (src/console/pages/layout.ts),
+   * which htmlResponse puts in the page's Content-Security-Policy.
+   */
+  constructor(
+    readonly value: string,
+    readonly styleNonce?: string,
+  ) {}
   toString(): string {
     return this.value;
   }

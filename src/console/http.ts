@@ -1,24 +1,32 @@
 import { isStorableText } from "../core/text";
 import type { Html } from "./html";
 
+const policy = (styleSrc: string) =>
+  `default-src 'none'; script-src 'self'; style-src ${styleSrc}; img-src 'self' data:; connect-src 'self'; ` +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 /**
  * The console's answers: HTML with a strict Content-Security-Policy (our own script and
  * stylesheet only; no inline code, no framing, forms post only to the console), never cached,
- * and no Referer leaving a page (a sign-in link's token is in its URL).
+ * and no Referer leaving the console's origin (a sign-in link's token is in its URL).
  */
-const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-security-policy": policy("'self'"),
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
-  "referrer-policy": "no-referrer",
+  // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a form
+  // posted without script, which the origin check must refuse; same-origin still sends no
+  // Referer (a sign-in link's token is in its URL) to any other site.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store",
   "cross-origin-opener-policy": "same-origin",
 });
 
 export function htmlResponse(body: Html, status = 200, cookies: string[] = []): Response {
   const headers = new Headers(SECURITY_HEADERS);
+  // A page's style elements need its nonce: the editor's (CodeMirror's base theme, docs/console.md).
+  // Still no inline style attribute and no style element without it.
+  if (body.styleNonce) headers.set("content-security-policy", policy(`'self' 'nonce-${body.styleNonce}'`));
   headers.set("content-type", "text/html; charset=utf-8");
   for (const cookie of cookies) headers.append("set-cookie", cookie);
   return new Response(body.value, { status, headers });

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { AuditStore } from "../audit/store";
 import { recordAudit } from "../audit/summary";
+import { auditWords } from "../audit/words";
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
@@ -161,6 +162,7 @@ export async function consumeSignInLink(
     action: "console sign-in",
     target: "",
     summary: "",
+    words: auditWords("console sign-in", {}, null, `console:${owner.email}`),
   });
   return { token: session, ...owner };
 }

@@ -32,6 +32,18 @@ export interface DocumentVersion {
   preview: boolean;
 }
 
+/** One stored version: the document as data, and the text its author wrote. */
+export interface StoredDocument {
+  version: number;
+  stage: "live" | "preview";
+  /** ISO 8601. */
+  createdAt: string;
+  /** The validated document (jsonb: Postgres' key order, newsletter list ids filled in). */
+  document: unknown;
+  /** The document as its author wrote it; null for a version stored before authored text was kept. */
+  source: string | null;
+}
+
 /** Most versions a history lists (the newest). */
 const DOCUMENT_HISTORY_LIMIT = 200;
 
@@ -122,8 +134,18 @@ export class SiteStore {
     return rows.length > 0;
   }
 
-  /** Stores a new document version and makes it the live (or staged preview) one. */
-  async storeDocument(tenantId: string, siteId: string, document: unknown, stage: "live" | "preview"): Promise<number> {
+  /**
+   * Stores a new document version and makes it the live (or staged preview) one: the validated
+   * document as data, and beside it `source`, the text its author wrote (jsonb keeps neither the
+   * author's spacing nor key order).
+   */
+  async storeDocument(
+    tenantId: string,
+    siteId: string,
+    document: unknown,
+    stage: "live" | "preview",
+    source: string,
+  ): Promise<number> {
     return this.db.transaction(async (tx) => {
       // Lock the site row so concurrent deploys get distinct versions.
       await tx.execute(sql`select 1 from sites where tenant_id = ${tenantId} and id = ${siteId} for update`);
@@ -134,7 +156,7 @@ export class SiteStore {
       const version = Number(max?.v ?? 0) + 1;
       // Newsletter lists get their stable ids here, under the site's lock (src/newsletters).
       const stored = await withNewsletterIds(tx, tenantId, siteId, document);
-      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document: stored });
+      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document: stored, source });
       await tx
         .update(sites)
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })
@@ -165,12 +187,8 @@ export class SiteStore {
     }));
   }
 
-  /** One stored version with its document, or null when the site has no such version. */
-  async loadDocument(
-    tenantId: string,
-    siteId: string,
-    version: number,
-  ): Promise<{ version: number; stage: "live" | "preview"; createdAt: string; document: unknown } | null> {
+  /** One stored version with its document and its author's text, or null when the site has no such version. */
+  async loadDocument(tenantId: string, siteId: string, version: number): Promise<StoredDocument | null> {
     const [row] = await this.db
       .select()
       .from(siteDocuments)
@@ -178,7 +196,13 @@ export class SiteStore {
         and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId), eq(siteDocuments.version, version)),
       );
     if (!row) return null;
-    return { version: row.version, stage: row.stage, createdAt: row.createdAt.toISOString(), document: row.document };
+    return {
+      version: row.version,
+      stage: row.stage,
+      createdAt: row.createdAt.toISOString(),
+      document: row.document,
+      source: row.source,
+    };
   }
 
   /**
@@ -228,7 +252,12 @@ export class SiteStore {
     const docs =
       versions.length > 0
         ? await this.db
-            .select()
+            .select({
+              tenantId: siteDocuments.tenantId,
+              siteId: siteDocuments.siteId,
+              version: siteDocuments.version,
+              document: siteDocuments.document,
+            })
             .from(siteDocuments)
             .where(or(...versions))
         : [];

@@ -22,8 +22,10 @@ describe("svc audit", () => {
     const table = await runCli(["audit"], env);
     expect(table.code).toBe(0);
     const lines = table.stdout.trim().split("\n");
-    expect(lines[0]).toBe("AT\tACTOR\tACTION\tTARGET\tSUMMARY");
-    expect(lines[1]).toContain("\toperator\tPOST /tenants/:tenant/sites\ttenant=default\tsite sport");
+    expect(lines[0]).toBe("AT\tWHAT\tACTION\tTARGET");
+    expect(lines[1]).toContain(
+      "\tsite sport created in tenant default by the operator token\tPOST /tenants/:tenant/sites\ttenant=default",
+    );
     expect(lines.length).toBe(4);
     const json = JSON.parse((await runCli(["audit", "--json", "--limit", "1"], env)).stdout);
     expect(json.entries.length).toBe(1);

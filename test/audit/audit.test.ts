@@ -11,6 +11,7 @@ interface Entry {
   action: string;
   target: string;
   summary: string;
+  words: string;
 }
 
 describe.each(storeKinds)("audit log (%s store)", (kind) => {
@@ -55,6 +56,12 @@ describe.each(storeKinds)("audit log (%s store)", (kind) => {
     expect(deployed.summary).toBe("live version 1");
     expect(site.summary).toBe("site news");
     expect(tenant).toMatchObject({ tenant: "default", site: null, summary: "tenant default (default)" });
+    expect(all.map((e) => e.words)).toEqual([
+      "key 'test key' issued on site news by the operator token",
+      "document version 1 deployed live on site news by the operator token",
+      "site news created in tenant default by the operator token",
+      "tenant default created as the default tenant by the operator token",
+    ]);
   });
 
   it("never holds a secret: not a key's value, a preview token or a service's settings", async () => {
@@ -79,6 +86,10 @@ describe.each(storeKinds)("audit log (%s store)", (kind) => {
       summary: "",
     });
     expect(tokenEntry.summary).toMatch(/^preview token until 2026-/);
+    expect(serviceEntry.words).toBe("recombee settings saved for tenant default by the operator token");
+    expect(tokenEntry.words).toMatch(
+      /^preview token minted for site news until 2026-\d\d-\d\d \d\d:\d\d UTC by the operator token$/,
+    );
   });
 
   it("records revocations and grants, not reads or refusals, and filters by site", async () => {
@@ -96,6 +107,9 @@ describe.each(storeKinds)("audit log (%s store)", (kind) => {
     expect(grant).toMatchObject({ target: `tenant=default user=${userId}`, summary: "grant premium" });
     expect(created.summary).toBe(`user ${userId}`);
     expect(revoked).toMatchObject({ action: "POST /tenants/:tenant/sites/:site/keys/:keyId/revoke", site: "news" });
+    expect(revoked.words).toBe("key 'test key' revoked on site news by the operator token");
+    expect(grant.words).toBe(`grant 'premium' given to user ${userId} by the operator token`);
+    expect(created.words).toBe(`user '${userId}' created in tenant default by the operator token`);
 
     const newsOnly = await entries("?tenant=default&site=news");
     expect(newsOnly.every((e) => e.site === "news")).toBe(true);

@@ -669,6 +669,7 @@ export const ROUTES: RouteSpec[] = withPreflights([
  */
 const CONSOLE_PAGES: [string, string][] = [
   ["GET", "/console/assets/console.js"],
+  ["GET", "/console/assets/editor.js"],
   ["GET", "/console/assets/console.css"],
   ["GET", "/console/assets/insight.js"],
   ["GET", "/console/sign-in"],

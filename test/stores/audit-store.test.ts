@@ -12,6 +12,8 @@ const entry = (i: number, tenantId: string | null, siteId: string | null): Audit
   action: "POST /tenants/:tenant/sites/:site/deploy",
   target: `tenant=${tenantId} site=${siteId}`,
   summary: `deploy ${i}`,
+  // Entry 1 stands for one recorded before the words were kept.
+  words: i === 1 ? "" : `document version ${i} deployed live on site ${siteId} by ops`,
 });
 
 storeContract<AuditStore>(
@@ -29,7 +31,14 @@ storeContract<AuditStore>(
         site: "sport",
         action: "POST /tenants/:tenant/sites/:site/deploy",
         target: "tenant=t1 site=sport",
+        words: "document version 5 deployed live on site sport by ops",
       });
+    });
+
+    it("puts an entry from before the words were kept in words from its action, target and actor", async () => {
+      await store().record(entry(1, "t3", "news"));
+      const [old] = await store().list({ tenantId: "t3", limit: 1 });
+      expect(old?.words).toBe("a document deployed live on site news by ops@example.com");
     });
 
     it("filters by tenant and site, and pages with before", async () => {

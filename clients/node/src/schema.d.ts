@@ -2314,7 +2314,8 @@ export interface components {
             };
         };
         PostAdminTenantsSitesDeployBody: {
-            document: unknown;
+            document?: unknown;
+            source?: string;
             preview?: boolean;
         };
         GetAdminTenantsSitesKeysAnswer: {

@@ -9,9 +9,10 @@ export const auditCommands: Commands = {
     if (values.site !== undefined) query.set("site", values.site);
     query.set("limit", values.limit ?? "50");
     const out = (await call("GET", `/admin/audit?${query}`)) as {
-      entries: { at: string; actor: string; action: string; target: string; summary: string }[];
+      entries: { at: string; words: string; action: string; target: string }[];
     };
-    const lines = out.entries.map((e) => `${e.at}\t${e.actor}\t${e.action}\t${e.target}\t${e.summary}`);
-    return { json: out, text: ["AT\tACTOR\tACTION\tTARGET\tSUMMARY", ...lines].join("\n") };
+    // What happened in words first; the raw action and target after it (--json has every field).
+    const lines = out.entries.map((e) => `${e.at}\t${e.words}\t${e.action}\t${e.target}`);
+    return { json: out, text: ["AT\tWHAT\tACTION\tTARGET", ...lines].join("\n") };
   },
 };

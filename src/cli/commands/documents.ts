@@ -1,4 +1,4 @@
-import { CliError, type Commands, readJsonFile } from "../context";
+import { CliError, type Commands, readJsonFile, readJsonText } from "../context";
 
 /**
  * A site's documents: deploy, diff, the history, publish (or roll back), the impact of the staged
@@ -9,9 +9,10 @@ export const documentCommands: Commands = {
     const site = action;
     const file = rest[0];
     if (!site || !file) throw new CliError("usage: svc deploy <site> <file> [--preview] [--tenant T]");
-    const document = readJsonFile(file);
+    // The file's text as its author wrote it (the server keeps it beside the parsed document).
+    const source = readJsonText(file);
     const out = (await call("POST", `/admin/tenants/${tenant}/sites/${encodeURIComponent(site)}/deploy`, {
-      document,
+      source,
       preview: values.preview ?? false,
     })) as { deployment: { version: number; stage: string } };
     return { json: out, text: `deployed ${site} version ${out.deployment.version} (${out.deployment.stage})` };

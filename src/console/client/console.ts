@@ -44,5 +44,20 @@ document.addEventListener("change", (event) => {
   if (!file || !area) return;
   void file.text().then((text) => {
     area.value = text;
+    // The editor, when there is one, follows the textarea's input events.
+    area.dispatchEvent(new Event("input"));
   });
 });
+
+// The document editor is a script of its own (CodeMirror, ~hundreds of KB): loaded once, and only
+// when a page has a textarea that asks for it. It attaches itself, now and after every htmx swap.
+function loadEditorWhenWanted(): void {
+  if (document.querySelector("textarea[data-editor]") === null) return;
+  if (document.querySelector("script[data-editor-script]") !== null) return;
+  const script = document.createElement("script");
+  script.src = "/console/assets/editor.js";
+  script.dataset.editorScript = "";
+  document.head.append(script);
+}
+document.addEventListener("DOMContentLoaded", loadEditorWhenWanted);
+document.addEventListener("htmx:load", loadEditorWhenWanted);

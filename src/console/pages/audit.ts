@@ -12,14 +12,14 @@ export function auditPage(
   return layout(
     site ? `Audit log of ${site}` : "Audit log",
     html`<table>
-<thead><tr><th scope="col">When (UTC)</th><th scope="col">Who</th><th scope="col">Site</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Summary</th></tr></thead>
+<thead><tr><th scope="col">When (UTC)</th><th scope="col">What happened</th><th scope="col">Site</th><th scope="col">Recorded as</th></tr></thead>
 <tbody>${
       entries.length > 0
         ? entries.map(
             (e) =>
-              html`<tr><td>${e.at.replace("T", " ").slice(0, 19)}</td><td>${e.actor}</td><td>${e.site ?? ""}</td><td><code>${e.action}</code></td><td>${e.target}</td><td>${e.summary}</td></tr>`,
+              html`<tr><td>${e.at.replace("T", " ").slice(0, 19)}</td><td>${e.words}</td><td>${e.site ?? ""}</td><td class="muted"><code>${e.action}</code>${e.target ? html` <code>${e.target}</code>` : ""} by ${e.actor}</td></tr>`,
           )
-        : html`<tr><td colspan="6">Nothing recorded yet.</td></tr>`
+        : html`<tr><td colspan="4">Nothing recorded yet.</td></tr>`
     }</tbody>
 </table>
 ${next !== null ? html`<p><a href="${CONSOLE_PATH}/audit?before=${next}${site ? `&site=${encodeURIComponent(site)}` : ""}">Older entries</a></p>` : ""}`,

@@ -18,8 +18,8 @@ export interface DocumentsView {
   readonly history: readonly DocumentHistoryRow[];
   /** What the editor holds: the text just posted, else the staged or live document. */
   readonly text: string;
-  /** A version opened from the history, shown read-only. */
-  readonly viewed?: { version: number; text: string };
+  /** A version opened from the history, shown read-only: as its author wrote it, and normalised. */
+  readonly viewed?: { version: number; text: string; normalised: string };
   readonly errors?: FieldError[];
   readonly message?: string | Html;
   readonly changes?: readonly DocumentChange[];
@@ -76,7 +76,14 @@ ${view.previewVersion !== null ? html` <a href="${href("sites", site, "impact")}
 <thead><tr><th scope="col">Version</th><th scope="col">Status</th><th scope="col">Stored (UTC)</th>${write ? html`<th scope="col">Actions</th>` : ""}</tr></thead>
 <tbody>${history.length > 0 ? history : html`<tr><td colspan="4">No document deployed yet.</td></tr>`}</tbody>
 </table>
-${view.viewed ? html`<h2>Version ${view.viewed.version}</h2><pre>${view.viewed.text}</pre>` : ""}
+${
+  view.viewed
+    ? html`<h2>Version ${view.viewed.version}</h2>
+<p class="muted">As its author wrote it. Diffs compare the normalised form (members sorted by name), below.</p>
+<pre id="version-text">${view.viewed.text}</pre>
+<details><summary>Normalised form of version ${view.viewed.version}</summary><pre id="version-normalised">${view.viewed.normalised}</pre></details>`
+    : ""
+}
 
 ${
   write
@@ -85,7 +92,7 @@ ${
 <label for="document-file">Upload a JSON file (fills the text below)</label>
 <input type="file" id="document-file" accept="application/json,.json" data-fill="#document">
 <label for="document">Site document (JSON)</label>
-<textarea id="document" name="document" rows="22" spellcheck="false"${view.errors ? html` aria-invalid="true" aria-describedby="errors"` : ""}>${view.text}</textarea>
+<textarea id="document" name="document" rows="22" spellcheck="false" data-editor${view.errors ? html` aria-invalid="true" aria-describedby="errors"` : ""}>${view.text}</textarea>
 <div class="actions">
 <button type="submit" name="op" value="validate">Validate</button>
 <button type="submit" name="op" value="diff">Diff against live</button>

@@ -35,6 +35,10 @@ const HTMX_CONFIG = new Html(
     allowEval: false,
     allowScriptTags: false,
     historyCacheSize: 0,
+    // htmx copies an element's style attribute across a swap ("settling"); under the CSP that
+    // write is refused and reported, whenever anything (a password manager, a screenshot tool)
+    // had set a style on a field with an id. The console needs no settle transitions on style.
+    attributesToSettle: ["class", "width", "height"],
     responseHandling: [
       { code: "204", swap: false },
       { code: "[2345]..", swap: true, error: false },
@@ -43,9 +47,17 @@ const HTMX_CONFIG = new Html(
   }).replaceAll("'", "&#39;"),
 );
 
+/** A fresh CSP nonce: 128 random bits, base64. */
+function freshNonce(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
+}
+
 /**
  * The whole page: one stylesheet and one script, both from the console itself (strict CSP); a
- * page may add one more script of the console's own (`assets`: the insight page's charts).
+ * page may add one more script of the console's own (`assets`: the insight page's charts). The
+ * stylesheet's link carries the page's style nonce, where the editor reads it: under htmx the
+ * first page's head (and its policy) stays while bodies are swapped, so the nonce to use is the
+ * one in the head, never one in a swapped body.
  */
 export function layout(
   title: string,
@@ -53,7 +65,8 @@ export function layout(
   session: ConsoleSession | null,
   assets: { readonly script?: string } = {},
 ): Html {
-  return html`<!doctype html>
+  const nonce = freshNonce();
+  const page = html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -61,7 +74,7 @@ export function layout(
 <meta name="htmx-config" content='${HTMX_CONFIG}'>
 <title>${title} · svc console</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css">
+<link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" nonce="${nonce}">
 <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
 ${assets.script ? html`<script src="${CONSOLE_PATH}/assets/${assets.script}" defer></script>` : ""}
 </head>
@@ -83,4 +96,5 @@ ${body}
 </main>
 </body>
 </html>`;
+  return new Html(page.value, nonce);
 }
