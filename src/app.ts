@@ -26,6 +26,7 @@ import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
 import { serveOverNodeHttp } from "./http/node-server";
 import { type RequestStats, requestIdOf } from "./http/request-stats";
+import type { ServerTracing } from "./http/server-tracing";
 import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
@@ -56,12 +57,20 @@ function urlRefusal(request: Request): Response | undefined {
   }
 }
 
+/** A keyed decide span's attributes: the site it names (bounded; never the key). */
+function decideAttributes(request: Request): Record<string, string> {
+  return { "svc.site": (request.headers.get("x-svc-site-id") ?? "").slice(0, 128) };
+}
+
 /** Builds the whole HTTP app from its dependencies. */
 export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
   // Under sustained load the requests of one event-loop turn are decided together, after the
   // turn's reads (turn-batch.ts: the hot path's code then runs warm); otherwise at once.
-  const decide = perTurn(keyedDecideHandler(deps));
+  // With tracing on, each keyed decide is a `decide` span under its request's server span (found
+  // on the request: a batched turn runs it later); off, the handler is not wrapped at all.
+  const keyed = keyedDecideHandler(deps);
+  const decide = perTurn(deps.tracing === null ? keyed : deps.tracing.handler("decide", decideAttributes, keyed));
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below. It is registered
   // before the global parse hook so Elysia never reads its body.
@@ -146,7 +155,7 @@ export type App = ReturnType<typeof createApp>;
  */
 export function listen(
   app: App,
-  deps: Pick<Deps, "config" | "logger"> & Partial<Pick<Deps, "requests">>,
+  deps: Pick<Deps, "config" | "logger"> & Partial<Pick<Deps, "requests" | "tracing">>,
   port = deps.config.port,
 ) {
   const onError = (error: Error) => {
@@ -156,13 +165,33 @@ export function listen(
   const hostname = deps.config.host;
   if (deps.config.httpServer === "h1") {
     const maxBody = deps.config.maxBodyBytes;
-    return serveOverH1(app, { port, hostname, maxRequestBodySize: maxBody, onError, requests: deps.requests });
+    return serveOverH1(app, {
+      port,
+      hostname,
+      maxRequestBodySize: maxBody,
+      onError,
+      requests: deps.requests,
+      tracing: deps.tracing ?? undefined,
+    });
   }
   if (deps.config.httpServer === "node") {
-    return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError, requests: deps.requests });
+    return serveOverNodeHttp(app, {
+      port,
+      hostname,
+      maxRequestBodySize,
+      onError,
+      requests: deps.requests,
+      tracing: deps.tracing ?? undefined,
+    });
   }
   if (deps.requests !== undefined)
-    return serveOverBun(app, deps.requests, { port, hostname, maxRequestBodySize, onError });
+    return serveOverBun(app, deps.requests, {
+      port,
+      hostname,
+      maxRequestBodySize,
+      onError,
+      tracing: deps.tracing ?? undefined,
+    });
   return app.listen({
     port,
     hostname,
@@ -201,8 +230,15 @@ function pathOf(url: string): string {
 function serveOverBun(
   app: App,
   requests: RequestStats,
-  options: { port: number; hostname: string; maxRequestBodySize: number; onError: (error: Error) => void },
+  options: {
+    port: number;
+    hostname: string;
+    maxRequestBodySize: number;
+    onError: (error: Error) => void;
+    tracing?: ServerTracing;
+  },
 ): App {
+  const tracing = options.tracing;
   const observed =
     (handler: Handler, native: string | undefined) =>
     async (request: Request, server?: PeerSource): Promise<Response> => {
@@ -210,7 +246,11 @@ function serveOverBun(
       const id = requestIdOf(request.headers.get("x-request-id"));
       let response: Response;
       try {
-        response = await handler(request);
+        if (tracing === undefined) response = await handler(request);
+        else {
+          const route = () => native ?? requests.routeOf(request.method, pathOf(request.url));
+          response = await tracing.serve(request, route, handler);
+        }
       } catch (error) {
         options.onError(error instanceof Error ? error : new Error(String(error)));
         response = internalErrorResponse();

@@ -1,6 +1,7 @@
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import type { IdentityStore } from "../identity/store";
+import type { OutsideCalls } from "../infra/tracing";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
@@ -34,13 +35,25 @@ export interface NewsletterDeps {
    * client and per site, counted in mails and taken with the confirmations' writes.
    */
   readonly mailBudget: MailBudget;
+  /** How calls to the newsletter vendor are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 /** Builds the newsletter deps (src/deps.ts) and registers the vendor sync job on the queue. */
 export function createNewsletterDeps(
   input: Pick<
     NewsletterDeps,
-    "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now" | "mailBudget"
+    | "identity"
+    | "users"
+    | "outbox"
+    | "services"
+    | "jobs"
+    | "changes"
+    | "registry"
+    | "logger"
+    | "now"
+    | "mailBudget"
+    | "outside"
   > & {
     readonly db: ConstructorParameters<typeof NewsletterStore>[0];
     readonly config: Config;
@@ -62,6 +75,7 @@ export function createNewsletterDeps(
     now: input.now,
     publicUrl: input.config.publicUrl,
     vendorTimeoutMs: input.config.newsletterVendorTimeoutMs,
+    outside: input.outside,
     mailBudget: input.mailBudget,
   };
   registerSyncJob(deps);

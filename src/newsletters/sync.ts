@@ -1,3 +1,4 @@
+import { type OutsideCalls, UNTRACED } from "../infra/tracing";
 import { type JobQueue, RetryAt } from "../jobs/queue";
 import { ListmonkVendor, type NewsletterVendor, VendorUnavailable } from "../outside/listmonk/client";
 import type { ServiceConfigs } from "../outside/service-config";
@@ -20,6 +21,8 @@ export interface SyncDeps {
   /** The service-wide origin for the unsubscribe URL when the tenant has none: SVC_PUBLIC_URL. */
   readonly publicUrl: string | undefined;
   readonly vendorTimeoutMs: number;
+  /** How calls to the vendor are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 /** The job kind of a vendor sync of one (list, user). */
@@ -72,7 +75,7 @@ function vendorOf(deps: SyncDeps, config: ServiceConfig<"listmonk">): Newsletter
     lists = new Map();
     byUrl.set(key, lists);
   }
-  return new ListmonkVendor(config, deps.vendorTimeoutMs, lists);
+  return new ListmonkVendor(config, deps.vendorTimeoutMs, lists, (deps.outside ?? UNTRACED).fetch("listmonk"));
 }
 
 /**
