@@ -145,7 +145,7 @@ export interface DepsOverrides {
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
-  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const logger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
   const now = overrides.now ?? Date.now;
   const database =
     overrides.database ??
