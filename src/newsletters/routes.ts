@@ -75,6 +75,7 @@ export function newsletterRoutes(deps: NewsletterRouteDeps, prefix: Mount) {
             ) + LINK_MOUNT,
         });
         set.status = result.status;
+        Object.assign(set.headers, result.rateLimit);
         return result.body;
       },
       { body: SubscriptionsBody },
