@@ -2217,8 +2217,19 @@ export interface components {
             issuer: string;
             jwksUrl: string;
         };
+        PutAdminTenantsIdentityProviderAnswer: {
+            tenant: string;
+            identityProvider: {
+                issuer: string;
+                jwksUrl: string;
+            } | null;
+        };
         PutAdminTenantsPublicUrlBody: {
             publicUrl: string;
+        };
+        PutAdminTenantsPublicUrlAnswer: {
+            tenant: string;
+            publicUrl: string | null;
         };
         GetAdminTenantsSitesAnswer: {
             sites: ({
@@ -2245,9 +2256,24 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        PostAdminTenantsSitesDisableAnswer: {
+            site: {
+                id: string;
+                tenant: string;
+                disabled: boolean;
+            };
+        };
         PostAdminTenantsSitesDeployBody: {
             document: unknown;
             preview?: boolean;
+        };
+        PostAdminTenantsSitesDeployAnswer: {
+            deployment: {
+                site: string;
+                tenant: string;
+                version: number;
+                stage: "live" | "preview";
+            };
         };
         GetAdminTenantsSitesKeysAnswer: {
             keys: ({
@@ -2311,8 +2337,56 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        GetAdminTenantsSitesDocumentsAnswer: {
+            site: string;
+            tenant: string;
+            liveVersion: number | null;
+            previewVersion: number | null;
+            documents: {
+                version: number;
+                stage: "live" | "preview";
+                /** Format: date-time */
+                createdAt: string;
+                live: boolean;
+                preview: boolean;
+            }[];
+        };
+        GetAdminTenantsSitesDocumentsAnswer2: {
+            version: number;
+            stage: "live" | "preview";
+            /** Format: date-time */
+            createdAt: string;
+            live: boolean;
+            preview: boolean;
+            /** @description The site document as stored. */
+            document: {
+                [key: string]: unknown;
+            };
+        };
+        PostAdminTenantsSitesDocumentsPublishAnswer: {
+            deployment: {
+                site: string;
+                tenant: string;
+                version: number;
+                /** @constant */
+                stage: "live";
+                previousVersion: number | null;
+            };
+        };
         PostAdminTenantsSitesDiffBody: {
             document: unknown;
+        };
+        PostAdminTenantsSitesDiffAnswer: {
+            live: number | null;
+            changes: {
+                op: "add" | "remove" | "replace";
+                /** @description A JSON pointer (RFC 6901); empty for the whole document. */
+                path: string;
+                /** @description The value before (remove, replace). */
+                from?: unknown;
+                /** @description The value after (add, replace). */
+                to?: unknown;
+            }[];
         };
         PostAdminTenantsUsersBody: {
             /** Format: email */
@@ -2361,6 +2435,21 @@ export interface components {
             /** @description Send it as x-svc-preview. */
             token: string;
             expiresAt: string;
+        };
+        GetAdminTenantsSitesImpactAnswer: {
+            samples: number;
+            liveVersion: number | null;
+            stagedVersion: number | null;
+            features: {
+                name: string;
+                answered: number;
+                changed: number;
+                transitions: {
+                    from: string;
+                    to: string;
+                    count: number;
+                }[];
+            }[];
         };
         GetAdminTenantsOrganizationsAnswer: {
             organizations: ({
@@ -2434,10 +2523,191 @@ export interface components {
             /** @constant */
             revoked: true;
         };
+        PostAdminTenantsSitesExplainAnswer: {
+            explain: {
+                [key: string]: {
+                    outcome: string;
+                    type?: string;
+                    matched: {
+                        /** @description Index of the rule in the feature's rules. */
+                        rule: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        split?: {
+                            experiment: string;
+                            variant: string;
+                        };
+                    } | {
+                        /** @constant */
+                        rule: "default";
+                    } | {
+                        /** @constant */
+                        rule: "onError";
+                        reason: string;
+                    };
+                    /** @description The rules evaluated, in order, up to the one that decided. */
+                    rules: {
+                        index: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        result: "matched" | "not matched" | "error";
+                        facts: {
+                            /** @description namespace.path as the rule names it */
+                            fact: string;
+                            /** @description signed: a verified content descriptor or gift link; stored: the service's own records; unverified: the caller's context. */
+                            source: "signed" | "stored" | "unverified";
+                            /** @description False when the namespace is unavailable on this request. */
+                            available: boolean;
+                            /** @description The value read; absent when the path holds nothing. */
+                            value?: unknown;
+                        }[];
+                        meters: {
+                            meter: string;
+                            available: boolean;
+                            allowance?: number;
+                            count?: number;
+                            remaining?: number;
+                            seen?: boolean;
+                        }[];
+                    }[];
+                    /** @description The meter reads the decision would carry. */
+                    meters?: {
+                        [key: string]: {
+                            allowance: number;
+                            count: number;
+                        };
+                    };
+                    /** @description For a deny: what would change it, e.g. "grant `premium`". */
+                    wouldChange?: string[];
+                };
+            };
+            unanswered: string[];
+            preview: boolean;
+            subject: string | null;
+            contentVerified: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        GetAdminTenantsServicesAnswer: {
+            tenant: string;
+            services: {
+                /** @description storyblok, recombee, stripe or listmonk */
+                service: string;
+                /** @description The members set (values are never answered). */
+                set: string[];
+            }[];
+        };
         PutAdminTenantsServicesBody: unknown;
+        PutAdminTenantsServicesAnswer: {
+            tenant: string;
+            /** @description storyblok, recombee, stripe or listmonk */
+            service: string;
+            /** @description The members set (values are never answered). */
+            set: string[];
+        };
+        DeleteAdminTenantsServicesAnswer: {
+            tenant: string;
+            /** @description storyblok, recombee, stripe or listmonk */
+            service: string;
+            /** @constant */
+            cleared: true;
+        };
+        GetAdminTenantsSitesContentAnswer: {
+            tenant: string;
+            site: string;
+            items: number;
+            deleted: number;
+            queue: {
+                queued: number;
+                running: number;
+                dead: number;
+                /** @description queued plus running: work still owed */
+                depth: number;
+                oldest: string | null;
+            };
+        };
+        GetAdminTenantsSitesContentAnswer2: {
+            item: {
+                id: string;
+                type: string;
+                headline: string | null;
+                description: string | null;
+                image: string | null;
+                url: string | null;
+                publishedAt: string | null;
+                sections: string[];
+                tags: string[];
+                authors: {
+                    id: string;
+                    name: string | null;
+                }[];
+                contentType: string | null;
+                language: string | null;
+                deleted: boolean;
+                cmsVersion: number;
+                /** Format: date-time */
+                readAt: string;
+            };
+        };
+        GetAdminTenantsRecommendationsUsageAnswer: {
+            tenant: string;
+            usage: {
+                /** @description A UTC month, YYYY-MM. */
+                period: string;
+                calls: number;
+            }[];
+        };
+        GetAdminAuditAnswer: {
+            entries: {
+                id: number;
+                /** Format: date-time */
+                at: string;
+                actor: string;
+                tenant: string | null;
+                site: string | null;
+                action: string;
+                target: string;
+                summary: string;
+            }[];
+            next: number | null;
+        };
+        GetAdminTenantsConsoleUsersAnswer: {
+            users: {
+                tenantId: string;
+                email: string;
+                role: "owner" | "admin" | "viewer";
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+        };
         PostAdminTenantsConsoleUsersBody: {
             email: string;
             role: "owner" | "admin" | "viewer";
+        };
+        PostAdminTenantsConsoleUsersAnswer: {
+            user: {
+                tenantId: string;
+                email: string;
+                role: "owner" | "admin" | "viewer";
+                /** Format: date-time */
+                createdAt: string;
+            };
+        };
+        DeleteAdminTenantsConsoleUsersAnswer: {
+            removed: string;
+        };
+        GetAdminDbStatsAnswer: {
+            databaseBytes: number;
+            tables: {
+                table: string;
+                /** @description An estimate; null until first analysed. */
+                rows: number | null;
+                bytes: number;
+            }[];
+            /** Format: date-time */
+            readAt: string;
         };
         PostIdUpstreamRevokeSessionsBody: {
             subject: string;
@@ -2511,6 +2781,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         }) | string[];
+        GetOpenapiJsonAnswer: {
+            /** @description 3.1.0 */
+            openapi: string;
+            info: {
+                title: string;
+                version: string;
+            } & {
+                [key: string]: unknown;
+            };
+            paths: {
+                [key: string]: unknown;
+            };
+            components?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         PostOfrepEvaluateFlagsBody: {
             context?: unknown;
         } & {
@@ -3271,9 +3559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsIdentityProviderAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3303,9 +3589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsIdentityProviderAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3339,9 +3623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsPublicUrlAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3371,9 +3653,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsPublicUrlAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3464,9 +3744,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDisableAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3497,9 +3775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDisableAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3534,9 +3810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDeployAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3661,9 +3935,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesDocumentsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3692,9 +3964,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesDocumentsAnswer2"];
                 };
             };
             400: components["responses"]["400"];
@@ -3723,9 +3993,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDocumentsPublishAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3760,9 +4028,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDiffAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3964,9 +4230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesImpactAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4120,9 +4384,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesExplainAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4152,9 +4414,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4186,9 +4446,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4219,9 +4477,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DeleteAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4252,9 +4508,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesContentAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4283,9 +4537,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesContentAnswer2"];
                 };
             };
             400: components["responses"]["400"];
@@ -4312,9 +4564,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsRecommendationsUsageAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4344,9 +4594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminAuditAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4373,9 +4621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4406,9 +4652,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4439,9 +4683,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DeleteAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4469,9 +4711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminDbStatsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4490,15 +4730,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
+            /** @description The embedded store's data folder as PGlite's gzipped tarball (`svc backup`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/gzip": string;
                 };
             };
             401: components["responses"]["401"];
@@ -4921,9 +5159,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOpenapiJsonAnswer"];
                 };
             };
         };
@@ -4943,9 +5179,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOpenapiJsonAnswer"];
                 };
             };
         };
