@@ -259,7 +259,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     new SealedText(config.secret, "service-config"),
     overrides.serviceEnv ?? process.env,
   );
-  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server");
+  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server", tracing);
   const contentStore = new DrizzleContentStore(database.db);
   const contentDeps: ContentDeps = {
     services,

@@ -193,6 +193,21 @@ describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
       }
       expect(JSON.stringify(spans)).not.toContain(credential);
     });
+
+    it("makes each job run a span of its own, with the job's statements under it", async () => {
+      const kind = `traced.${transport}`;
+      h.deps.jobs.register(kind, async () => {
+        await h.deps.siteStore.listTenants();
+      });
+      await h.deps.jobs.enqueue(kind, [{ key: "one", payload: {} }]);
+      expect(await h.deps.jobs.runDue()).toBeGreaterThanOrEqual(1);
+      await h.deps.tracing?.flush();
+      const run = receiver.spans.find((s) => s.name === `job ${kind}`);
+      expect(run).toBeDefined();
+      expect(attribute(run as OtlpSpan, "svc.job.kind")).toBe(kind);
+      const inside = receiver.spans.filter((s) => s.parentSpanId === run?.spanId);
+      expect(inside.map((s) => s.name)).toContain("SELECT");
+    });
   });
 });
 
