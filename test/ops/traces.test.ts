@@ -66,7 +66,7 @@ const dualDocument = () =>
   });
 
 describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
-  describe.each(["h1", "bun"])("served by SVC_HTTP_SERVER=%s", (transport) => {
+  describe.each(["h1", "bun", "node"])("served by SVC_HTTP_SERVER=%s", (transport) => {
     let h: Harness;
     let drop: () => Promise<void>;
     let receiver: ReturnType<typeof startOtlpReceiver>;
