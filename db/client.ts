@@ -17,8 +17,18 @@ import * as schema from "./schema";
 /** The drizzle database both drivers give us: store code is written against this type only. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
+/**
+ * Told of each statement as it is sent (tracing): `start` answers what to call when it ends, or
+ * null to leave it unobserved. The text has `$1` placeholders; parameter values are never given.
+ */
+export interface StatementHook {
+  start(text: string): ((error?: unknown) => void) | null;
+}
+
 export interface Database {
   readonly db: Db;
+  /** Observes every statement from now on (set once, by the composition root when tracing is on). */
+  observeStatements(hook: StatementHook): void;
   readonly kind: "embedded" | "server";
   /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
   listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
@@ -62,6 +72,7 @@ export async function openDatabase(options: {
     return {
       db: db as unknown as Db,
       kind: "server",
+      observeStatements: (hook) => observePostgresJs(client, hook),
       async listen(channel, onNotify) {
         const sub = await client.listen(channel, () => onNotify());
         return { unlisten: () => sub.unlisten() };
@@ -108,6 +119,7 @@ export async function openDatabase(options: {
   return {
     db: db as unknown as Db,
     kind: "embedded",
+    observeStatements: (hook) => observePglite(client, hook),
     listen: async () => null,
     dump: () => client.dump(),
     async close() {
@@ -120,6 +132,92 @@ export async function openDatabase(options: {
       }
     },
   };
+}
+
+/** What drizzle's postgres.js driver calls: `unsafe` for a statement, `begin` and `savepoint`. */
+interface PostgresJsCalls {
+  unsafe(text: string, ...rest: unknown[]): PromiseLike<unknown>;
+  begin?(...args: unknown[]): unknown;
+  savepoint?(...args: unknown[]): unknown;
+}
+
+/**
+ * Observes postgres.js's statements: its queries are lazy thenables that drizzle may still call
+ * `.values()` on, so the query object itself is answered, its `then` wrapped to end the
+ * observation. A transaction's own client (given to `begin`'s and `savepoint`'s callback) is
+ * observed the same way.
+ */
+function observePostgresJs(client: PostgresJsCalls, hook: StatementHook): void {
+  const unsafe = client.unsafe.bind(client);
+  client.unsafe = (text: string, ...rest: unknown[]) => {
+    const query = unsafe(text, ...rest) as PromiseLike<unknown> & { then: PromiseLike<unknown>["then"] };
+    const end = hook.start(text);
+    if (end === null) return query;
+    const then = query.then;
+    let ended = false;
+    const once = (error?: unknown) => {
+      if (ended) return;
+      ended = true;
+      end(error);
+    };
+    // biome-ignore lint/suspicious/noThenProperty: the query is a thenable already; its own `then` is wrapped.
+    query.then = function (this: PromiseLike<unknown>, ok, fail) {
+      return then.call(
+        this,
+        (value) => {
+          once();
+          return ok ? ok(value) : (value as never);
+        },
+        (error: unknown) => {
+          once(error);
+          if (fail) return fail(error);
+          throw error;
+        },
+      );
+    } as PromiseLike<unknown>["then"];
+    return query;
+  };
+  for (const method of ["begin", "savepoint"] as const) {
+    const original = client[method]?.bind(client);
+    if (original === undefined) continue;
+    client[method] = (...args: unknown[]) => {
+      const at = args.findIndex((a) => typeof a === "function");
+      if (at !== -1) {
+        const callback = args[at] as (tx: PostgresJsCalls) => unknown;
+        args[at] = (tx: PostgresJsCalls) => {
+          observePostgresJs(tx, hook);
+          return callback(tx);
+        };
+      }
+      return original(...args);
+    };
+  }
+}
+
+/** Observes the embedded store's statements: `query`, and each statement of a transaction. */
+function observePglite(client: PGliteThread, hook: StatementHook): void {
+  type Query = PGliteThread["query"];
+  const observed =
+    (query: Query): Query =>
+    (text, params, options) => {
+      const end = hook.start(text);
+      const result = query(text, params, options);
+      if (end === null) return result;
+      return result.then(
+        (value) => {
+          end();
+          return value;
+        },
+        (error: unknown) => {
+          end(error);
+          throw error;
+        },
+      );
+    };
+  const query = client.query.bind(client);
+  const transaction = client.transaction.bind(client);
+  client.query = observed(query);
+  client.transaction = (fn) => transaction((tx) => fn({ ...tx, query: observed(tx.query) }));
 }
 
 /**

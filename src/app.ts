@@ -27,6 +27,7 @@ import { onBothMounts } from "./http/mounts";
 import { serveOverNodeHttp } from "./http/node-server";
 import { requestIdFor, requestIdOf, tagRequest } from "./http/request-id";
 import type { RequestStats } from "./http/request-stats";
+import type { ServerTracing } from "./http/server-tracing";
 import { perTurn } from "./http/turn-batch";
 import { identityConfigRoutes } from "./identity/config-routes";
 import { identityRoutes } from "./identity/routes";
@@ -61,6 +62,11 @@ function edgeRefusal(request: Request, maxBody: number): Response | undefined {
   return bodyTooLarge(request, maxBody);
 }
 
+/** A keyed decide span's attributes: the site it names (bounded; never the key). */
+function decideAttributes(request: Request): Record<string, string> {
+  return { "svc.site": (request.headers.get("x-svc-site-id") ?? "").slice(0, 128) };
+}
+
 /**
  * Builds the whole HTTP app from its dependencies. Each route group carries its own parser,
  * guard and error rendering (`jsonApi` for the JSON groups, the console's HTML pages, the
@@ -72,7 +78,10 @@ export function createApp(deps: Deps) {
   const maxBody = deps.config.maxBodyBytes;
   // Under sustained load the requests of one event-loop turn are decided together, after the
   // turn's reads (turn-batch.ts: the hot path's code then runs warm); otherwise at once.
-  const decide = perTurn(keyedDecideHandler(deps));
+  // With tracing on, each keyed decide is a `decide` span under its request's server span (found
+  // on the request: a batched turn runs it later); off, the handler is not wrapped at all.
+  const keyed = keyedDecideHandler(deps);
+  const decide = perTurn(deps.tracing === null ? keyed : deps.tracing.handler("decide", decideAttributes, keyed));
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below, with no body parsing.
   const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: decide } };
@@ -153,7 +162,7 @@ export type App = ReturnType<typeof createApp>;
  */
 export function listen(
   app: App,
-  deps: Pick<Deps, "config" | "logger"> & Partial<Pick<Deps, "requests">>,
+  deps: Pick<Deps, "config" | "logger"> & Partial<Pick<Deps, "requests" | "tracing">>,
   port = deps.config.port,
 ) {
   const onError = (error: Error) => {
@@ -163,13 +172,33 @@ export function listen(
   const hostname = deps.config.host;
   if (deps.config.httpServer === "h1") {
     const maxBody = deps.config.maxBodyBytes;
-    return serveOverH1(app, { port, hostname, maxRequestBodySize: maxBody, onError, requests: deps.requests });
+    return serveOverH1(app, {
+      port,
+      hostname,
+      maxRequestBodySize: maxBody,
+      onError,
+      requests: deps.requests,
+      tracing: deps.tracing ?? undefined,
+    });
   }
   if (deps.config.httpServer === "node") {
-    return serveOverNodeHttp(app, { port, hostname, maxRequestBodySize, onError, requests: deps.requests });
+    return serveOverNodeHttp(app, {
+      port,
+      hostname,
+      maxRequestBodySize,
+      onError,
+      requests: deps.requests,
+      tracing: deps.tracing ?? undefined,
+    });
   }
   if (deps.requests !== undefined)
-    return serveOverBun(app, deps.requests, { port, hostname, maxRequestBodySize, onError });
+    return serveOverBun(app, deps.requests, {
+      port,
+      hostname,
+      maxRequestBodySize,
+      onError,
+      tracing: deps.tracing ?? undefined,
+    });
   return app.listen({
     port,
     hostname,
@@ -208,8 +237,15 @@ function pathOf(url: string): string {
 function serveOverBun(
   app: App,
   requests: RequestStats,
-  options: { port: number; hostname: string; maxRequestBodySize: number; onError: (error: Error) => void },
+  options: {
+    port: number;
+    hostname: string;
+    maxRequestBodySize: number;
+    onError: (error: Error) => void;
+    tracing?: ServerTracing;
+  },
 ): App {
+  const tracing = options.tracing;
   const observed =
     (handler: Handler, native: string | undefined) =>
     async (request: Request, server?: PeerSource): Promise<Response> => {
@@ -218,7 +254,11 @@ function serveOverBun(
       tagRequest(request, id);
       let response: Response;
       try {
-        response = await handler(request);
+        if (tracing === undefined) response = await handler(request);
+        else {
+          const route = () => native ?? requests.routeOf(request.method, pathOf(request.url));
+          response = await tracing.serve(request, route, handler);
+        }
       } catch (error) {
         options.onError(error instanceof Error ? error : new Error(String(error)));
         response = internalErrorResponse(id);

@@ -24,6 +24,16 @@ export interface Config {
   /** Seed the demo tenant/site/key on an empty store (default: only when embedded). */
   readonly seedDemo: boolean;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * `json` (production): one JSON line per entry on stdout. `pretty`: pino-pretty's coloured,
+   * readable lines (SVC_LOG_FORMAT; the default when NODE_ENV=development).
+   */
+  readonly logFormat: "json" | "pretty";
+  /**
+   * OpenTelemetry traces over OTLP/HTTP (docs/observability.md); undefined when no endpoint is
+   * configured: then nothing is traced at all.
+   */
+  readonly traces: TracingSettings | undefined;
   /** Iglu vendor of the experiment-exposure schema in decide responses. */
   readonly igluVendor: string;
   /** smtp:// or smtps:// URL; unset means mail is printed on stdout (development). */
@@ -83,6 +93,17 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   /** How long ended data is kept before the sweeper removes it (docs/operations.md, "Retention"). */
   readonly retention: RetentionSettings;
+}
+
+/** Where spans go (the standard OTEL_* variables; docs/observability.md). */
+export interface TracingSettings {
+  /** The OTLP/HTTP traces URL (`.../v1/traces`). */
+  readonly endpoint: string;
+  /** Sent with every export (an API key of a tracing vendor: never logged). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly serviceName: string;
+  /** How long spans wait in the batch before they are sent. */
+  readonly exportDelayMs: number;
 }
 
 /** Retention settings (SVC_RETAIN_*, SVC_RETENTION_*); every period is counted from when the data ended. */
@@ -162,6 +183,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
     throw new ConfigError("SVC_LOG_LEVEL", "must be one of debug, info, warn, error, silent");
   }
+  const logFormat = (env.SVC_LOG_FORMAT || (env.NODE_ENV === "development" ? "pretty" : "json")) as Config["logFormat"];
+  if (logFormat !== "json" && logFormat !== "pretty") {
+    throw new ConfigError("SVC_LOG_FORMAT", `must be json or pretty (got "${logFormat}")`);
+  }
   const seedRaw = env.SVC_SEED_DEMO;
   if (seedRaw !== undefined && seedRaw !== "" && !["0", "1", "true", "false"].includes(seedRaw)) {
     throw new ConfigError("SVC_SEED_DEMO", "must be 1, 0, true or false");
@@ -203,6 +228,8 @@ export function loadConfig(env: Env = process.env): Config {
     meterEntries: intVar(env, "SVC_METER_ENTRIES", 4_000_000, 1, 100_000_000),
     seedDemo,
     logLevel,
+    logFormat,
+    traces: tracingSettings(env),
     igluVendor: igluVendor(env),
     smtpUrl: urlVar(env, "SVC_SMTP_URL", /^smtps?:\/\//, "must be an smtp:// or smtps:// URL"),
     mailFrom: env.SVC_MAIL_FROM || "svc <no-reply@localhost>",
@@ -256,6 +283,40 @@ function retentionSettings(env: Env): RetentionSettings {
     decisionMinuteDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_MINUTE_DAYS", 2, 1, 3650),
     decisionHourDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_HOUR_DAYS", 35, 8, 3650),
     decisionDayDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_DAY_DAYS", 800, 31, 36500),
+  });
+}
+
+/**
+ * Traces are on when an OTLP endpoint is set: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as is) or
+ * OTEL_EXPORTER_OTLP_ENDPOINT (plus `/v1/traces`), as the OpenTelemetry SDKs read them; off with
+ * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. OTEL_EXPORTER_OTLP_HEADERS (`k=v,k2=v2`,
+ * values percent-encoded) and OTEL_SERVICE_NAME (default `svc`) as the SDKs read them too.
+ */
+function tracingSettings(env: Env): TracingSettings | undefined {
+  if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
+  const signal = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined;
+  if (signal === undefined && base === undefined) return undefined;
+  const name = signal !== undefined ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const raw = (signal ?? base) as string;
+  if (!/^https?:\/\/[^/\s]+/.test(raw)) throw new ConfigError(name, "must be an http(s) URL");
+  const endpoint = signal ?? `${raw.replace(/\/+$/, "")}/v1/traces`;
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS || env.OTEL_EXPORTER_OTLP_HEADERS || "").split(",")) {
+    if (pair.trim() === "") continue;
+    const at = pair.indexOf("=");
+    if (at <= 0) throw new ConfigError("OTEL_EXPORTER_OTLP_HEADERS", "must be key=value pairs separated by commas");
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError("OTEL_EXPORTER_OTLP_HEADERS", "has a value that is not valid percent-encoding");
+    }
+  }
+  return Object.freeze({
+    endpoint,
+    headers: Object.freeze(headers),
+    serviceName: env.OTEL_SERVICE_NAME || "svc",
+    exportDelayMs: intVar(env, "OTEL_BSP_SCHEDULE_DELAY", 5000, 10, 600_000),
   });
 }
 

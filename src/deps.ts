@@ -22,6 +22,7 @@ import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
+import { type OutsideCalls, Tracing, UNTRACED } from "./infra/tracing";
 import { DrizzleInsightStore } from "./insight/drizzle-store";
 import type { InsightDeps } from "./insight/service";
 import { InterventionHub } from "./interventions/hub";
@@ -64,6 +65,8 @@ const RECOMMENDATION_CACHE_MS = 15 * 60_000;
 export interface Deps {
   readonly config: Config;
   readonly logger: Logger;
+  /** OpenTelemetry traces (src/infra/tracing.ts); null when no OTLP endpoint is configured. */
+  readonly tracing: Tracing | null;
   readonly now: () => number;
   readonly database: Database;
   readonly changes: ChangeFeed;
@@ -151,7 +154,7 @@ export interface DepsOverrides {
 
 /** The composition root: opens the store, builds stores, caches, counters and the change feed. */
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
-  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const logger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
   const now = overrides.now ?? Date.now;
   const database =
     overrides.database ??
@@ -160,6 +163,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       dataDir: config.dataDir,
       onProgress: (message, fields) => logger.info(message, fields),
     }));
+  // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.
+  const tracing = config.traces === undefined ? null : new Tracing(config.traces);
+  if (tracing !== null) database.observeStatements(tracing.statements);
+  const outside: OutsideCalls = tracing ?? UNTRACED;
   const siteStore = new SiteStore(database.db);
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);
@@ -250,7 +257,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     identity: new IdentityStore(database.db, config.readDeadlineMs),
     users,
     accessTokens: new AccessTokens(config.secret),
-    upstream: new UpstreamVerifier(config.idpTimeoutMs, now),
+    upstream: new UpstreamVerifier(config.idpTimeoutMs, now, outside.fetch("idp")),
     outbox,
     mailBudget,
     logger,
@@ -263,9 +270,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     new SealedText(config.secret, "service-config"),
     overrides.serviceEnv ?? process.env,
   );
-  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server");
+  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server", tracing);
   const contentStore = new DrizzleContentStore(database.db);
-  const contentDeps: ContentDeps = { services, store: contentStore, jobs, now, cmsTimeoutMs: config.cmsTimeoutMs };
+  const contentDeps: ContentDeps = {
+    services,
+    store: contentStore,
+    jobs,
+    now,
+    cmsTimeoutMs: config.cmsTimeoutMs,
+    outside,
+  };
   registerContentJobs(contentDeps, config.contentDebounceMs);
   const newsletters = createNewsletterDeps({
     db: database.db,
@@ -280,6 +294,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     registry,
     logger,
     now,
+    outside,
   });
   onChange.newsletters = (change) => newsletters.facts.invalidate(change.tenantId, change.subject);
   const usage = new DrizzleUsageStore(database.db);
@@ -291,6 +306,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       logger,
       now,
       timeoutMs: config.recommendationTimeoutMs,
+      outside,
     },
     cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
     usage,
@@ -330,6 +346,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     lifecycle: { started: false },
     config,
     logger,
+    tracing,
     now,
     database,
     changes,
@@ -346,16 +363,19 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     previewTokens,
     decisionCounts,
     insightDeps: { insight, flushCounters: () => flusher.flushAll(), now },
-    decisions: createDecisionEngine({
-      meters,
-      userFacts,
-      streamingFacts,
-      gifts,
-      config,
-      newsletters,
-      previewTokens,
-      decisionCounts,
-    }),
+    decisions: tracedEngine(
+      tracing,
+      createDecisionEngine({
+        meters,
+        userFacts,
+        streamingFacts,
+        gifts,
+        config,
+        newsletters,
+        previewTokens,
+        decisionCounts,
+      }),
+    ),
     // The embedded store has one process: its windows are exact in memory. On a server, several
     // processes and hosts may serve one key, so each leases its share of the window from Postgres.
     keyedDecideRate:
@@ -401,4 +421,27 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   await deps.changes.stop();
   await deps.flusher.flushAll();
   if (options.closeDatabase !== false) await deps.database.close();
+  // The spans of the stop itself go too (a shutdown flushes the batch).
+  await deps.tracing?.shutdown().catch((error: unknown) => {
+    deps.logger.warn("sending the last spans failed", { error: String(error) });
+  });
+}
+
+/**
+ * With tracing on, each decision other callers ask of the engine (browser decide, OFREP, the
+ * console's try, explain) is a `decide` span; with it off, the engine as built.
+ */
+function tracedEngine(tracing: Tracing | null, engine: DecisionEngine): DecisionEngine {
+  if (tracing === null) return engine;
+  const span =
+    <A extends unknown[], R>(name: string, call: (...args: A) => R) =>
+    (...args: A): R =>
+      tracing.inSpan(name, {}, () => call(...args)) as R;
+  return {
+    evaluate: span("decide", engine.evaluate),
+    decideJson: span("decide", engine.decideJson),
+    tryJson: span("decide try", engine.tryJson),
+    explainJson: span("decide explain", engine.explainJson),
+    chooseDocument: engine.chooseDocument,
+  };
 }

@@ -1,4 +1,7 @@
-/** JSON-lines logger. Never pass secrets (keys, tokens) in fields: only ids and prefixes. */
+import pino, { type DestinationStream } from "pino";
+import pretty from "pino-pretty";
+
+/** The logger every part is given. Never pass secrets (keys, tokens) in fields: only ids and prefixes. */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -6,23 +9,51 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-const levels = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
+/**
+ * `json`: one JSON object a line, `{"level":"info","time":"<ISO 8601>","message":"...",
+ * ...fields}` (the level as its name and the message under `message`, as this service's
+ * lines always were, not pino's numeric `level` and `msg`). `pretty`: pino-pretty's coloured,
+ * readable lines, for a developer's terminal (SVC_LOG_FORMAT=pretty, or NODE_ENV=development).
+ */
+export type LogFormat = "json" | "pretty";
+
+/**
+ * pino (https://getpino.io) writing synchronously to stdout, so a line is out before the process
+ * exits or prints its next line with console.log (the demo's first start). `write` takes each
+ * line instead (tests keep them); `base` adds fields to every line (a cluster worker's index).
+ */
 export function createLogger(
-  level: keyof typeof levels,
-  write: (line: string) => void = (l) => console.log(l),
-  /** Fields on every line (a cluster worker's index). */
+  level: LogLevel,
+  write?: (line: string) => void,
   base?: Readonly<Record<string, unknown>>,
+  format: LogFormat = "json",
 ): Logger {
-  const min = levels[level];
-  const emit = (lvl: keyof typeof levels, message: string, fields?: Record<string, unknown>) => {
-    if (levels[lvl] < min) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, message, ...fields, ...base }));
-  };
+  const destination: DestinationStream =
+    write !== undefined
+      ? { write: (line: string) => write(line.endsWith("\n") ? line.slice(0, -1) : line) }
+      : format === "pretty"
+        ? pretty({ sync: true, messageKey: "message", translateTime: "SYS:HH:MM:ss.l" })
+        : pino.destination({ dest: 1, sync: true });
+  const log = pino(
+    {
+      level,
+      messageKey: "message",
+      // No pid or hostname on every line: the lines stay as they were (a worker adds its index).
+      base: base === undefined ? null : { ...base },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      // pino-pretty reads the numeric level; the JSON lines carry its name.
+      formatters: format === "pretty" && write === undefined ? {} : { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+  // The message is the merged object's first member, not pino's message argument (which it writes
+  // last): lines keep reading `"message":"listening","port":3000`, as scripts match them.
   return {
-    debug: (m, f) => emit("debug", m, f),
-    info: (m, f) => emit("info", m, f),
-    warn: (m, f) => emit("warn", m, f),
-    error: (m, f) => emit("error", m, f),
+    debug: (message, fields) => log.debug({ message, ...fields }),
+    info: (message, fields) => log.info({ message, ...fields }),
+    warn: (message, fields) => log.warn({ message, ...fields }),
+    error: (message, fields) => log.error({ message, ...fields }),
   };
 }

@@ -27,7 +27,12 @@ try {
 }
 
 const index = workerIndex();
-const logger = createLogger(config.logLevel, undefined, index === null ? undefined : { worker: index });
+const logger = createLogger(
+  config.logLevel,
+  undefined,
+  index === null ? undefined : { worker: index },
+  config.logFormat,
+);
 if (isClusterPrimary(config)) {
   // The primary runs the migrations once, then forks the workers that serve.
   await runClusterPrimary(config, logger, async () => {

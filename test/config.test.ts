@@ -40,6 +40,40 @@ describe("configuration", () => {
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "h1" }).httpServer).toBe("h1");
   });
 
+  it("logs JSON lines unless NODE_ENV=development or SVC_LOG_FORMAT says pretty", () => {
+    const dir = tempDir();
+    expect(loadConfig({ SVC_DATA_DIR: dir }).logFormat).toBe("json");
+    expect(loadConfig({ SVC_DATA_DIR: dir, NODE_ENV: "development" }).logFormat).toBe("pretty");
+    expect(loadConfig({ SVC_DATA_DIR: dir, NODE_ENV: "development", SVC_LOG_FORMAT: "json" }).logFormat).toBe("json");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_FORMAT: "pretty" }).logFormat).toBe("pretty");
+  });
+
+  it("traces only when an OTLP endpoint is set, as the OpenTelemetry SDKs read it", () => {
+    const dir = tempDir();
+    expect(loadConfig({ SVC_DATA_DIR: dir }).traces).toBeUndefined();
+    expect(loadConfig({ SVC_DATA_DIR: dir, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).traces).toEqual({
+      endpoint: "http://collector:4318/v1/traces",
+      headers: {},
+      serviceName: "svc",
+      exportDelayMs: 5000,
+    });
+    const signal = loadConfig({
+      SVC_DATA_DIR: dir,
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://traces.example/otlp/v1/traces",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=abc%3D,tenant = news",
+      OTEL_SERVICE_NAME: "svc-eu",
+    }).traces;
+    expect(signal).toMatchObject({
+      endpoint: "https://traces.example/otlp/v1/traces",
+      headers: { "x-api-key": "abc=", tenant: "news" },
+      serviceName: "svc-eu",
+    });
+    const endpoint = { SVC_DATA_DIR: dir, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" };
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: "true" }).traces).toBeUndefined();
+    expect(loadConfig({ ...endpoint, OTEL_TRACES_EXPORTER: "none" }).traces).toBeUndefined();
+  });
+
   it("seeds nothing with DATABASE_URL unless asked", () => {
     const dir = tempDir();
     expect(loadConfig({ SVC_DATA_DIR: dir, DATABASE_URL: "postgres://x@127.0.0.1/db" }).seedDemo).toBe(false);
@@ -58,6 +92,9 @@ describe("configuration", () => {
     ["SVC_FLUSH_INTERVAL_MS", "-1"],
     ["SVC_METER_ENTRIES", "0"],
     ["SVC_LOG_LEVEL", "loud"],
+    ["SVC_LOG_FORMAT", "colour"],
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
+    ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "grpc://collector:4317"],
     ["SVC_SEED_DEMO", "maybe"],
     ["SVC_IGLU_VENDOR", "not a vendor"],
     ["SVC_RUNTIME_THREADS", "realtime"],

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { t } from "elysia";
+import { type TSchema, t } from "elysia";
 
 /**
  * A JSON whole number. Not Elysia's `t.Integer`: that one also accepts digit strings, and its
@@ -206,4 +206,74 @@ export const RevokedGrantAnswer = t.Object({ revoked: t.Boolean() });
 export const PreviewTokenAnswer = t.Object({
   token: t.String({ description: "Send it as x-svc-preview." }),
   expiresAt: t.String(),
+});
+
+const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()]);
+const version = t.Integer({ minimum: 1 });
+const stage = t.Union([t.Literal("live"), t.Literal("preview")]);
+
+/** PUT and DELETE /admin/tenants/:tenant/identity-provider (null once disconnected). */
+export const IdentityProviderAnswer = t.Object({
+  tenant: t.String(),
+  identityProvider: nullable(t.Object({ issuer: t.String(), jwksUrl: t.String() })),
+});
+
+/** PUT and DELETE /admin/tenants/:tenant/public-url (null once cleared). */
+export const PublicUrlAnswer = t.Object({ tenant: t.String(), publicUrl: nullable(t.String()) });
+
+/** POST .../disable and .../enable. */
+export const SiteStateAnswer = t.Object({
+  site: t.Object({ id: t.String(), tenant: t.String(), disabled: t.Boolean() }),
+});
+
+/** POST .../deploy: the version stored, live or staged. */
+export const DeploymentAnswer = t.Object({
+  deployment: t.Object({ site: t.String(), tenant: t.String(), version, stage }),
+});
+
+/** POST .../documents/:version/publish: the version now live, and the one it replaced. */
+export const PublishedAnswer = t.Object({
+  deployment: t.Object({
+    site: t.String(),
+    tenant: t.String(),
+    version,
+    stage: t.Literal("live"),
+    previousVersion: nullable(version),
+  }),
+});
+
+const versionFields = {
+  version,
+  stage,
+  createdAt: t.String({ format: "date-time" }),
+  live: t.Boolean(),
+  preview: t.Boolean(),
+};
+
+/** GET .../documents: the history, newest first. */
+export const DocumentsAnswer = t.Object({
+  site: t.String(),
+  tenant: t.String(),
+  liveVersion: nullable(version),
+  previewVersion: nullable(version),
+  documents: t.Array(t.Object(versionFields)),
+});
+
+/** GET .../documents/:version: one version with its document (docs/site-document.md). */
+export const DocumentVersionAnswer = t.Object({
+  ...versionFields,
+  document: t.Object({}, { additionalProperties: true, description: "The site document as stored." }),
+});
+
+/** POST .../diff: the changes deploying the document would make, at their JSON pointers. */
+export const DiffAnswer = t.Object({
+  live: nullable(version),
+  changes: t.Array(
+    t.Object({
+      op: t.Union([t.Literal("add"), t.Literal("remove"), t.Literal("replace")]),
+      path: t.String({ description: "A JSON pointer (RFC 6901); empty for the whole document." }),
+      from: t.Optional(t.Unknown({ description: "The value before (remove, replace)." })),
+      to: t.Optional(t.Unknown({ description: "The value after (add, replace)." })),
+    }),
+  ),
 });

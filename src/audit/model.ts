@@ -45,3 +45,20 @@ export const AuditListQuery = t.Object(
   },
   { additionalProperties: false },
 );
+
+/** GET /admin/audit: newest first; `next` is the `before` of the next page (null at the end). */
+export const AuditAnswer = t.Object({
+  entries: t.Array(
+    t.Object({
+      id: t.Integer(),
+      at: t.String({ format: "date-time" }),
+      actor: t.String(),
+      tenant: t.Union([t.String(), t.Null()]),
+      site: t.Union([t.String(), t.Null()]),
+      action: t.String(),
+      target: t.String(),
+      summary: t.String(),
+    }),
+  ),
+  next: t.Union([t.Integer(), t.Null()]),
+});

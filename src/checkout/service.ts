@@ -2,6 +2,7 @@ import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import { type CheckoutOfferDefinition, parseDuration } from "../core/document-schema";
 import type { BrowserIdentity } from "../identity/browser-credential";
+import type { OutsideCalls } from "../infra/tracing";
 import type { Logger } from "../logger";
 import type { ServiceConfigs } from "../outside/service-config";
 import { createCheckoutSession, PaymentProviderError, type StripeEvent, stripeClient } from "../outside/stripe/client";
@@ -27,6 +28,8 @@ export interface CheckoutDeps {
   readonly now: () => number;
   readonly config: Pick<Config, "paymentTimeoutMs">;
   readonly checkoutStore: CheckoutStore;
+  /** Traces (null or absent when off): calls to the payment provider are client spans. */
+  readonly tracing?: OutsideCalls | null;
 }
 
 /** The offer a catalog item makes, when it can be bought. */
@@ -67,7 +70,7 @@ export async function startCheckout(
 
   const settings = await deps.services.resolve(site.tenantId, "stripe");
   if (!settings.configured) throw checkoutNotConfigured();
-  const client = stripeClient(settings.config, deps.config.paymentTimeoutMs);
+  const client = stripeClient(settings.config, deps.config.paymentTimeoutMs, deps.tracing?.fetch("stripe"));
   let created: { id: string; url: string };
   try {
     created = await createCheckoutSession(client, {

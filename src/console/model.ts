@@ -47,3 +47,17 @@ export function normalEmail(value: unknown): string | null {
 export function isRole(value: unknown): value is ConsoleRole {
   return typeof value === "string" && (CONSOLE_ROLES as readonly string[]).includes(value);
 }
+
+const ConsoleUserView = t.Object({
+  tenantId: t.String(),
+  email: t.String(),
+  role: t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("viewer")]),
+  createdAt: t.String({ format: "date-time" }),
+});
+
+/** GET /admin/tenants/:tenant/console-users. */
+export const ConsoleUsersAnswer = t.Object({ users: t.Array(ConsoleUserView) });
+/** POST /admin/tenants/:tenant/console-users (added, or its role changed). */
+export const ConsoleUserAnswer = t.Object({ user: ConsoleUserView });
+/** DELETE /admin/tenants/:tenant/console-users/:email. */
+export const RemovedConsoleUserAnswer = t.Object({ removed: t.String() });

@@ -19,3 +19,41 @@ export const ContentItemParams = t.Object({
   site: t.String({ minLength: 1, maxLength: 128 }),
   id: t.String({ minLength: 1, maxLength: 255 }),
 });
+
+/** GET /admin/tenants/:tenant/sites/:site/content: item counts and the re-read queue. */
+export const ContentStatsAnswer = t.Object({
+  tenant: t.String(),
+  site: t.String(),
+  items: t.Integer(),
+  deleted: t.Integer(),
+  queue: t.Object({
+    queued: t.Integer(),
+    running: t.Integer(),
+    dead: t.Integer(),
+    depth: t.Integer({ description: "queued plus running: work still owed" }),
+    oldest: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  }),
+});
+
+const text = t.Union([t.String(), t.Null()]);
+
+/** GET /admin/tenants/:tenant/sites/:site/content/:id: one item as stored (docs/content.md). */
+export const ContentItemAnswer = t.Object({
+  item: t.Object({
+    id: t.String(),
+    type: t.String(),
+    headline: text,
+    description: text,
+    image: text,
+    url: text,
+    publishedAt: text,
+    sections: t.Array(t.String()),
+    tags: t.Array(t.String()),
+    authors: t.Array(t.Object({ id: t.String(), name: text })),
+    contentType: text,
+    language: text,
+    deleted: t.Boolean(),
+    cmsVersion: t.Number(),
+    readAt: t.String({ format: "date-time" }),
+  }),
+});

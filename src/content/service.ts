@@ -1,3 +1,4 @@
+import { type OutsideCalls, UNTRACED } from "../infra/tracing";
 import { type JobQueue, RetryAt } from "../jobs/queue";
 import type { ServiceConfigs } from "../outside/service-config";
 import { type CmsClient, CmsUnavailable, StoryblokCms } from "../outside/storyblok/client";
@@ -25,6 +26,8 @@ export interface ContentDeps {
   readonly jobs: JobQueue;
   readonly now: () => number;
   readonly cmsTimeoutMs: number;
+  /** How reads of the CMS are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 /** One job per (tenant, site, type, id): notices of one item collapse into one re-read. */
@@ -102,7 +105,7 @@ async function rereadContent(deps: ContentDeps, payload: ContentPayload): Promis
 async function cmsOf(deps: ContentDeps, tenantId: string): Promise<CmsClient> {
   const resolved = await deps.services.resolve(tenantId, "storyblok");
   if (!resolved.configured) throw new Error(resolved.reason);
-  return new StoryblokCms(resolved.config, deps.cmsTimeoutMs, deps.now);
+  return new StoryblokCms(resolved.config, deps.cmsTimeoutMs, deps.now, (deps.outside ?? UNTRACED).fetch("storyblok"));
 }
 
 /** Registers the re-read job kind on the queue. */

@@ -398,6 +398,12 @@ function successResponse(key: string, status: number, generated: Json | undefine
       },
     };
   }
+  if (key === "get /admin/db/backup") {
+    return {
+      description: "The embedded store's data folder as PGlite's gzipped tarball (`svc backup`).",
+      content: { "application/gzip": { schema: { type: "string", format: "binary" } } },
+    };
+  }
   if (key === "get /metrics") {
     return {
       description: "Prometheus text exposition format.",

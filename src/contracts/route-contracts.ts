@@ -3,17 +3,29 @@ import {
   CreatedSiteAnswer,
   CreatedTenantAnswer,
   CreatedUserAnswer,
+  DeploymentAnswer,
+  DiffAnswer,
+  DocumentsAnswer,
+  DocumentVersionAnswer,
   GrantAnswer,
   GrantsAnswer,
+  IdentityProviderAnswer,
   IssuedKeyAnswer,
   KeysAnswer,
   PreviewTokenAnswer,
+  PublicUrlAnswer,
+  PublishedAnswer,
   RevokedGrantAnswer,
   RevokedKeyAnswer,
+  SiteStateAnswer,
   SitesAnswer,
   TenantsAnswer,
 } from "../admin/model";
+import { AuditAnswer } from "../audit/model";
 import { WebhookAnswer } from "../checkout/model";
+import { ConsoleUserAnswer, ConsoleUsersAnswer, RemovedConsoleUserAnswer } from "../console/model";
+import { ContentItemAnswer, ContentStatsAnswer } from "../content/model";
+import { ExplainAnswer } from "../decide/explain-model";
 import { DecideAnswer } from "../decide/model";
 import {
   CurrentSessionAnswer,
@@ -25,9 +37,11 @@ import {
   UserAnswer,
 } from "../identity/model";
 import { IgluListing, IgluSchemaAnswer } from "../iglu/model";
+import { ImpactAnswer } from "../impact/model";
+import { DecisionsReport, ExperimentsReport, FunnelReport, MetersReport } from "../insight/model";
 import { ListsAnswer, SubscriptionsAnswer } from "../newsletters/model";
 import { OfrepBulkAnswer, OfrepSuccess } from "../ofrep/model";
-import { HealthAnswer, ReadinessAnswer } from "../ops/model";
+import { HealthAnswer, ReadinessAnswer, StoreStatsAnswer } from "../ops/model";
 import {
   AcceptedInvitationAnswer,
   ActiveOrganizationAnswer,
@@ -40,6 +54,9 @@ import {
   OrganizationsAnswer,
   SuccessAnswer,
 } from "../orgs/model";
+import { ServiceClearedAnswer, ServiceSetAnswer, ServicesAnswer } from "../outside/service-config-model";
+import { RecommendationUsageAnswer } from "../recommendations/model";
+import { OpenApiAnswer } from "./model";
 
 /**
  * What the spec (and our docs) say of each route beyond its TypeBox models: a summary, the
@@ -144,6 +161,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200],
     site: "none",
+    answer: OpenApiAnswer,
   },
   "get /openapi": {
     summary: "API explorer (Swagger UI, served from this server)",
@@ -166,6 +184,7 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     credential: "none",
     statuses: [200],
     site: "none",
+    answer: OpenApiAnswer,
   },
 
   // Decisions
@@ -573,27 +592,59 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
   },
 
   // Admin
-  "get /admin/audit": admin("The operator plane's audit trail", ADMIN_READ),
-  "get /admin/db/stats": admin("The store's size: the database, and each table's row estimate and bytes", ADMIN_READ),
+  "get /admin/audit": admin("The operator plane's audit trail", ADMIN_READ, AuditAnswer),
+  "get /admin/db/stats": admin(
+    "The store's size: the database, and each table's row estimate and bytes",
+    ADMIN_READ,
+    StoreStatsAnswer,
+  ),
   "get /admin/db/backup": admin(
     "A consistent dump of the embedded store, gzipped (`svc backup`); 409 on a Postgres server (use pg_dump)",
     [200, 401, 409, 500, 503],
   ),
   "get /admin/tenants": admin("Tenants", ADMIN_READ, TenantsAnswer),
   "post /admin/tenants": admin("Create a tenant", ADMIN_CREATE, CreatedTenantAnswer),
-  "put /admin/tenants/{tenant}/identity-provider": admin("Connect the tenant's identity provider"),
-  "delete /admin/tenants/{tenant}/identity-provider": admin("Disconnect the tenant's identity provider"),
-  "put /admin/tenants/{tenant}/public-url": admin("Set the tenant's public URL"),
-  "delete /admin/tenants/{tenant}/public-url": admin("Clear the tenant's public URL"),
+  "put /admin/tenants/{tenant}/identity-provider": admin(
+    "Connect the tenant's identity provider",
+    ADMIN_WRITE,
+    IdentityProviderAnswer,
+  ),
+  "delete /admin/tenants/{tenant}/identity-provider": admin(
+    "Disconnect the tenant's identity provider",
+    ADMIN_WRITE,
+    IdentityProviderAnswer,
+  ),
+  "put /admin/tenants/{tenant}/public-url": admin("Set the tenant's public URL", ADMIN_WRITE, PublicUrlAnswer),
+  "delete /admin/tenants/{tenant}/public-url": admin("Clear the tenant's public URL", ADMIN_WRITE, PublicUrlAnswer),
   "get /admin/tenants/{tenant}/sites": admin("Sites of a tenant", ADMIN_READ, SitesAnswer),
   "post /admin/tenants/{tenant}/sites": admin("Create a site", ADMIN_CREATE, CreatedSiteAnswer),
-  "post /admin/tenants/{tenant}/sites/{site}/disable": admin("Disable a site"),
-  "post /admin/tenants/{tenant}/sites/{site}/enable": admin("Enable a site"),
-  "post /admin/tenants/{tenant}/sites/{site}/deploy": admin("Deploy (or stage) a site document"),
-  "post /admin/tenants/{tenant}/sites/{site}/diff": admin("Compare a document with the live one"),
-  "get /admin/tenants/{tenant}/sites/{site}/documents": admin("A site's document versions", ADMIN_READ),
-  "get /admin/tenants/{tenant}/sites/{site}/documents/{version}": admin("One document version", ADMIN_READ),
-  "post /admin/tenants/{tenant}/sites/{site}/documents/{version}/publish": admin("Publish a staged version"),
+  "post /admin/tenants/{tenant}/sites/{site}/disable": admin("Disable a site", ADMIN_WRITE, SiteStateAnswer),
+  "post /admin/tenants/{tenant}/sites/{site}/enable": admin("Enable a site", ADMIN_WRITE, SiteStateAnswer),
+  "post /admin/tenants/{tenant}/sites/{site}/deploy": admin(
+    "Deploy (or stage) a site document",
+    ADMIN_WRITE,
+    DeploymentAnswer,
+  ),
+  "post /admin/tenants/{tenant}/sites/{site}/diff": admin(
+    "Compare a document with the live one",
+    ADMIN_WRITE,
+    DiffAnswer,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/documents": admin(
+    "A site's document versions",
+    ADMIN_READ,
+    DocumentsAnswer,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/documents/{version}": admin(
+    "One document version",
+    ADMIN_READ,
+    DocumentVersionAnswer,
+  ),
+  "post /admin/tenants/{tenant}/sites/{site}/documents/{version}/publish": admin(
+    "Publish a staged version",
+    ADMIN_WRITE,
+    PublishedAnswer,
+  ),
   "get /admin/tenants/{tenant}/sites/{site}/keys": admin("A site's API keys", ADMIN_READ, KeysAnswer),
   "post /admin/tenants/{tenant}/sites/{site}/keys": admin(
     "Issue an API key (its value shown once)",
@@ -610,28 +661,44 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     ADMIN_WRITE,
     PreviewTokenAnswer,
   ),
-  "post /admin/tenants/{tenant}/sites/{site}/explain": admin("Explain decisions for a subject"),
-  "get /admin/tenants/{tenant}/sites/{site}/impact": admin("Sampled impact of the live document", ADMIN_READ),
+  "post /admin/tenants/{tenant}/sites/{site}/explain": admin(
+    "Explain decisions for a subject",
+    ADMIN_WRITE,
+    ExplainAnswer,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/impact": admin(
+    "Sampled impact of the live document",
+    ADMIN_READ,
+    ImpactAnswer,
+  ),
   "get /admin/tenants/{tenant}/sites/{site}/insight/decisions": admin(
     "Decisions per feature, outcome and variant over a range (1h, 24h, 7d, 30d)",
     ADMIN_READ,
+    DecisionsReport,
   ),
   "get /admin/tenants/{tenant}/sites/{site}/insight/funnel": admin(
     "Walled readers, checkouts started, completed and granted, per day and offer",
     ADMIN_READ,
+    FunnelReport,
   ),
   "get /admin/tenants/{tenant}/sites/{site}/insight/experiments": admin(
     "Exposures, outcomes and conversions per experiment variant, with a two-proportion z-test",
     ADMIN_READ,
+    ExperimentsReport,
   ),
   "get /admin/tenants/{tenant}/sites/{site}/insight/meters": admin(
     "Readers per meter value in each meter's current period",
     ADMIN_READ,
+    MetersReport,
   ),
   "get /admin/tenants/{tenant}/sites/{site}/gift-links/report": admin("Gift-link report", ADMIN_READ),
   "post /admin/tenants/{tenant}/sites/{site}/gift-links/{gift}/revoke": admin("Revoke a gift link"),
-  "get /admin/tenants/{tenant}/sites/{site}/content": admin("Content items read from the CMS", ADMIN_READ),
-  "get /admin/tenants/{tenant}/sites/{site}/content/{id}": admin("One content item", ADMIN_READ),
+  "get /admin/tenants/{tenant}/sites/{site}/content": admin(
+    "Content items read from the CMS",
+    ADMIN_READ,
+    ContentStatsAnswer,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/content/{id}": admin("One content item", ADMIN_READ, ContentItemAnswer),
   "post /admin/tenants/{tenant}/users": admin(
     "Create (or find) a user: 201 created, 200 found",
     [200, 201, 400, 401, 404, 413, 422, 500],
@@ -650,13 +717,25 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     ADMIN_CREATE,
     CreatedOrganizationAnswer,
   ),
-  "get /admin/tenants/{tenant}/services": admin("Outside services connected", ADMIN_READ),
-  "put /admin/tenants/{tenant}/services/{service}": admin("Connect an outside service"),
-  "delete /admin/tenants/{tenant}/services/{service}": admin("Disconnect an outside service"),
-  "get /admin/tenants/{tenant}/recommendations/usage": admin("Recommendation quota spent", ADMIN_READ),
-  "get /admin/tenants/{tenant}/console-users": admin("Console users", ADMIN_READ),
-  "post /admin/tenants/{tenant}/console-users": admin("Add a console user"),
-  "delete /admin/tenants/{tenant}/console-users/{email}": admin("Remove a console user"),
+  "get /admin/tenants/{tenant}/services": admin("Outside services connected", ADMIN_READ, ServicesAnswer),
+  "put /admin/tenants/{tenant}/services/{service}": admin("Connect an outside service", ADMIN_WRITE, ServiceSetAnswer),
+  "delete /admin/tenants/{tenant}/services/{service}": admin(
+    "Disconnect an outside service",
+    ADMIN_WRITE,
+    ServiceClearedAnswer,
+  ),
+  "get /admin/tenants/{tenant}/recommendations/usage": admin(
+    "Recommendation quota spent",
+    ADMIN_READ,
+    RecommendationUsageAnswer,
+  ),
+  "get /admin/tenants/{tenant}/console-users": admin("Console users", ADMIN_READ, ConsoleUsersAnswer),
+  "post /admin/tenants/{tenant}/console-users": admin("Add a console user", ADMIN_WRITE, ConsoleUserAnswer),
+  "delete /admin/tenants/{tenant}/console-users/{email}": admin(
+    "Remove a console user",
+    ADMIN_WRITE,
+    RemovedConsoleUserAnswer,
+  ),
 };
 
 /** Browser-facing paths served on both mounts (spec, Mounts): `/svc/v1/...` is the `/v1/...` route. */

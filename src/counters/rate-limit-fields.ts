@@ -10,6 +10,17 @@ export interface RatePolicy {
   readonly windowMs: number;
 }
 
+/**
+ * Both fields for a cap on what is open at once (the interventions streams of a key): the
+ * draft's quota unit `concurrent-requests`, no window and no reset (one frees a place by closing).
+ */
+export function concurrencyFields(name: string, limit: number, remaining: number): Record<string, string> {
+  return {
+    "ratelimit-policy": `"${name}";q=${limit};qu="concurrent-requests"`,
+    ratelimit: `"${name}";r=${Math.max(0, remaining)}`,
+  };
+}
+
 /** Both fields for an answer of a window aligned on `windowMs`, with `remaining` left in it. */
 export function rateLimitFields(policy: RatePolicy, remaining: number, nowMs: number): Record<string, string> {
   const end = (Math.floor(nowMs / policy.windowMs) + 1) * policy.windowMs;

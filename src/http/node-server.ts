@@ -4,7 +4,8 @@ import type { Duplex } from "node:stream";
 import { AppError, errorBody } from "../infra/errors";
 import { appErrorResponse } from "./error-envelope";
 import { requestIdOf, tagRequest } from "./request-id";
-import type { RequestStats, RouteStats } from "./request-stats";
+import { type RequestStats, type RouteStats, UNMATCHED_ROUTE } from "./request-stats";
+import type { ServerTracing } from "./server-tracing";
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
@@ -24,6 +25,8 @@ export interface NodeServerOptions {
   onError(error: Error): void;
   /** Counts each answer by route and status (and writes the access log when enabled). */
   requests?: RequestStats;
+  /** A server span per request when tracing is on (absent: nothing is traced, nothing parsed). */
+  tracing?: ServerTracing;
 }
 
 /** What `send` needs to label an answer: its id, start time, route and the request's site. */
@@ -108,7 +111,13 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
     });
     let answer: Response | Promise<Response>;
     try {
-      answer = native === undefined ? app.fetch(request) : native(request);
+      const tracing = options.tracing;
+      if (tracing === undefined) answer = native === undefined ? app.fetch(request) : native(request);
+      else {
+        const route = () =>
+          native !== undefined ? path : (options.requests?.routeOf(method, path) ?? UNMATCHED_ROUTE);
+        answer = tracing.serve(request, route, native ?? ((r) => app.fetch(r)));
+      }
     } catch (error) {
       answer = Promise.reject(error);
     }

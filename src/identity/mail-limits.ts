@@ -14,12 +14,13 @@ export function signInSpend(input: { address: string; client: string; site: stri
   ];
 }
 
-export const tooManySignInMails = (retryAfterSeconds: number) =>
+export const tooManySignInMails = (retryAfterSeconds: number, rateLimit: Record<string, string> = {}) =>
   new AppError(
     "rate_limited",
     "Too many sign-in links were asked for; try again later.",
     { retryAfterSeconds },
     {
       "retry-after": String(retryAfterSeconds),
+      ...rateLimit,
     },
   );

@@ -64,9 +64,9 @@ export function identityRoutes(deps: IdentityRouteDeps & JsonApiDeps, prefix: Mo
     .use(credentials(deps))
     .post(
       "/id/sign-in/magic-link",
-      async ({ request, body, server }) => {
+      async ({ request, body, server, set }) => {
         const selected = site(request);
-        return signInWithMagicLink(id, {
+        const { rateLimit, ...answer } = await signInWithMagicLink(id, {
           site: selected,
           email: body.email,
           callbackURL: body.callbackURL,
@@ -80,6 +80,8 @@ export function identityRoutes(deps: IdentityRouteDeps & JsonApiDeps, prefix: Mo
             ) + prefix,
           client: deps.clients.addressOf(server, request),
         });
+        Object.assign(set.headers, rateLimit);
+        return answer;
       },
       { body: MagicLinkBody },
     )

@@ -290,7 +290,7 @@ export async function signInWithMagicLink(
     /** The caller's peer address, for the per-client budget. */
     client: string;
   },
-): Promise<{ success: true }> {
+): Promise<{ success: true; rateLimit: Record<string, string> }> {
   assertSignInOpen(input.site);
   checkCallbackUrl(input.site, input.callbackURL);
   deps.outbox.assertCanSend();
@@ -325,8 +325,9 @@ export async function signInWithMagicLink(
       });
     },
   );
-  if (!spent.ok) throw tooManySignInMails(spent.retryAfterSeconds);
-  return { success: true };
+  if (!spent.ok) throw tooManySignInMails(spent.retryAfterSeconds, spent.rateLimit);
+  // The caller's own budget in the draft's RateLimit fields (the route sends them).
+  return { success: true, rateLimit: spent.rateLimit };
 }
 
 export async function consumeMagicLink(

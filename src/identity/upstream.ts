@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, customFetch, errors, type JWTPayload, jwtVerify } from "jose";
+import { type Fetch, UNTRACED } from "../infra/tracing";
 
 export interface IdentityProvider {
   readonly issuer: string;
@@ -28,6 +29,8 @@ export class UpstreamVerifier {
   constructor(
     private readonly timeoutMs: number,
     private readonly now: () => number,
+    /** The JWKS fetch: traced when tracing is on (a client span, the trace context sent). */
+    private readonly fetch: Fetch = UNTRACED.fetch("idp"),
   ) {}
 
   async verify(
@@ -70,7 +73,7 @@ export class UpstreamVerifier {
         cooldownDuration: 30_000,
         cacheMaxAge: 10 * 60_000,
         [customFetch]: async (input, init) => {
-          const response = await fetch(input, init);
+          const response = await this.fetch(input, init);
           if (response.status === 429) {
             const header = Number(response.headers.get("retry-after"));
             throw new RateLimited(Number.isFinite(header) && header > 0 ? Math.ceil(header) : 30);

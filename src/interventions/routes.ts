@@ -1,13 +1,18 @@
 import { Elysia } from "elysia";
+import { concurrencyFields } from "../counters/rate-limit-fields";
 import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";
 import { InterventionsQuery } from "./model";
 
-const tooManyStreams = () =>
+/** The per-key cap in the draft's RateLimit fields: a cap on streams open at once, not a window. */
+const STREAMS_POLICY = "interventions-streams";
+
+const tooManyStreams = (limit: number) =>
   new AppError("rate_limited", "This key has too many open intervention streams.", undefined, {
     "retry-after": "30",
+    ...concurrencyFields(STREAMS_POLICY, limit, 0),
   });
 
 const encoder = new TextEncoder();
@@ -28,7 +33,8 @@ export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hu
     .get(
       "/interventions",
       ({ apiKey, site, query, request, server }) => {
-        if (hub.streamsOf(apiKey.id) >= hub.options.streamsPerKey) throw tooManyStreams();
+        const limit = hub.options.streamsPerKey;
+        if (hub.streamsOf(apiKey.id) >= limit) throw tooManyStreams(limit);
         const subjects = query.subjects === undefined ? null : new Set(query.subjects.split(","));
         const lastEventId = request.headers.get("last-event-id");
         // Bun.serve closes a connection idle past its timeout; a stream is idle between heartbeats.
@@ -73,6 +79,8 @@ export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hu
             "content-type": "text/event-stream; charset=utf-8",
             "cache-control": "no-store",
             "x-accel-buffering": "no",
+            // This stream is counted already (the body's start ran): the places left for the key.
+            ...concurrencyFields(STREAMS_POLICY, limit, limit - hub.streamsOf(apiKey.id)),
           },
         });
       },

@@ -1,3 +1,4 @@
+import type { Tracing } from "../infra/tracing";
 import type { Logger } from "../logger";
 import type { ClaimedJob, JobStore, KindStats } from "./store";
 
@@ -61,6 +62,8 @@ export class JobQueue {
     private readonly logger: Logger,
     private readonly now: () => number,
     private readonly shared: boolean,
+    /** With tracing on, each run is a `job <kind>` span: its statements and outside calls nest in it. */
+    private readonly tracing: Pick<Tracing, "inSpan"> | null = null,
   ) {}
 
   register(kind: string, handler: JobHandler, options: Partial<KindOptions> = {}): void {
@@ -155,7 +158,11 @@ export class JobQueue {
     try {
       // A job whose every run so far crashed its worker (lease expired) is not run again.
       if (job.attempts > options.maxAttempts) throw new Error("attempts exhausted (lease expired)");
-      await entry.handler(job.payload, job);
+      if (this.tracing === null) await entry.handler(job.payload, job);
+      else {
+        const attributes = { "svc.job.kind": job.kind, "svc.job.attempt": job.attempts };
+        await this.tracing.inSpan(`job ${job.kind}`, attributes, () => entry.handler(job.payload, job));
+      }
       await this.store.complete(job);
       return true;
     } catch (error) {

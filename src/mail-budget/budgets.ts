@@ -104,6 +104,22 @@ export function chargesOf(kind: MailKind, spend: Spend, rules: MailBudgetRules =
   return charges;
 }
 
+/**
+ * The budget a caller is told of in the draft's `RateLimit` fields on a mail it asked for: its
+ * own (its client address, or the member who invites). A recipient's mailbox budget is named only
+ * when it refuses: its count would tell a stranger how often someone else asked for mail there.
+ */
+export const REPORTED_SCOPE: Readonly<Record<MailKind, BudgetScope>> = Object.freeze({
+  sign_in: "client",
+  confirmation: "client",
+  invitation: "inviter",
+});
+
+/** A budget's name in `RateLimit-Policy`: `sign-in-client`, `invitation-mailbox`. */
+export function policyName(kind: MailKind, rule: BudgetRule): string {
+  return `${kind.replace("_", "-")}-${rule.scope.replace("_", "-")}`;
+}
+
 /** The name a charge's counter row is stored under (kind, scope and window length). */
 export function budgetName(charge: Charge): string {
   return `${charge.kind}:${charge.rule.scope}:${charge.rule.windowMs}`;

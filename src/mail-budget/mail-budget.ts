@@ -1,4 +1,5 @@
 import type { Db } from "../../db/client";
+import { rateLimitFields } from "../counters/rate-limit-fields";
 import type { Logger } from "../logger";
 import {
   type BudgetScope,
@@ -7,15 +8,26 @@ import {
   MAIL_BUDGETS,
   type MailBudgetRules,
   type MailKind,
+  policyName,
+  REPORTED_SCOPE,
   type Spend,
   secondsLeftInWindow,
 } from "./budgets";
 import type { MailBudgetStore, Tx } from "./store";
 
-/** What a spend did: the write's value, or the budget that refused (nothing was written). */
+/**
+ * What a spend did: the write's value, or the budget that refused (nothing was written). Both
+ * carry the draft's `RateLimit` and `RateLimit-Policy` fields for the answer (none when the
+ * caller's own budget was not charged).
+ */
 export type Spent<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly retryAfterSeconds: number; readonly scope: BudgetScope };
+  | { readonly ok: true; readonly value: T; readonly rateLimit: Record<string, string> }
+  | {
+      readonly ok: false;
+      readonly retryAfterSeconds: number;
+      readonly scope: BudgetScope;
+      readonly rateLimit: Record<string, string>;
+    };
 
 /** Counts /metrics reads: refusals and ceiling warnings, by kind and scope (this process). */
 export interface BudgetCounts {
@@ -57,12 +69,13 @@ export class MailBudget {
    */
   async spend<T>(kind: MailKind, tenantId: string, spend: Spend, write: (tx: Tx) => Promise<T>): Promise<Spent<T>> {
     try {
+      let rateLimit: Record<string, string> = {};
       const value = await this.db.transaction(async (tx) => {
-        await this.takeIn(tx, kind, tenantId, spend);
+        rateLimit = await this.takeIn(tx, kind, tenantId, spend);
         return write(tx);
       });
       this.outbox.kick();
-      return { ok: true, value };
+      return { ok: true, value, rateLimit };
     } catch (error) {
       if (error instanceof MailBudgetRefused) return refusedOf(error);
       throw error;
@@ -72,15 +85,21 @@ export class MailBudget {
   /**
    * Takes `spend` inside a transaction the caller runs (when whether to mail is known only
    * inside it). Throws MailBudgetRefused to roll that transaction back: the caller catches it
-   * outside (`refusedOf`) and kicks the outbox after the commit.
+   * outside (`refusedOf`) and kicks the outbox after the commit. Answers the `RateLimit` fields
+   * of the caller's own budget (REPORTED_SCOPE), left after this take.
    */
-  async takeIn(tx: Tx, kind: MailKind, tenantId: string, spend: Spend): Promise<void> {
+  async takeIn(tx: Tx, kind: MailKind, tenantId: string, spend: Spend): Promise<Record<string, string>> {
     const charges = chargesOf(kind, spend, this.rules);
     const nowMs = this.now();
     const taken = await this.store.take(tx, tenantId, charges, nowMs);
     if (taken.refused !== null) {
       this.bump(this.refused, taken.refused);
-      throw new MailBudgetRefused(taken.refused.rule.scope, secondsLeftInWindow(taken.refused.rule, nowMs));
+      const { rule } = taken.refused;
+      throw new MailBudgetRefused(
+        rule.scope,
+        secondsLeftInWindow(rule, nowMs),
+        rateLimitFields({ name: policyName(kind, rule), limit: rule.limit, windowMs: rule.windowMs }, 0, nowMs),
+      );
     }
     for (const charge of taken.crossed) {
       this.bump(this.warned, charge);
@@ -94,6 +113,14 @@ export class MailBudget {
       });
     }
     if (++this.spends % PRUNE_EVERY === 0) this.prune(nowMs);
+    const own = taken.spent.find((t) => t.charge.rule.scope === REPORTED_SCOPE[kind]);
+    if (own === undefined) return {};
+    const { rule } = own.charge;
+    return rateLimitFields(
+      { name: policyName(kind, rule), limit: rule.limit, windowMs: rule.windowMs },
+      rule.limit - own.spent,
+      nowMs,
+    );
   }
 
   counts(): BudgetCounts {
@@ -117,12 +144,14 @@ export class MailBudgetRefused extends Error {
   constructor(
     readonly scope: BudgetScope,
     readonly retryAfterSeconds: number,
+    /** The refusing budget's `RateLimit` fields (nothing left), for the 429. */
+    readonly rateLimit: Record<string, string>,
   ) {
     super("mail budget spent");
   }
 }
 
 /** The domain result of a refusal, for the service to turn into its 429. */
-function refusedOf(error: MailBudgetRefused): Spent<never> {
-  return { ok: false, retryAfterSeconds: error.retryAfterSeconds, scope: error.scope };
+export function refusedOf(error: MailBudgetRefused): Spent<never> {
+  return { ok: false, retryAfterSeconds: error.retryAfterSeconds, scope: error.scope, rateLimit: error.rateLimit };
 }

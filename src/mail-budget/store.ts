@@ -12,6 +12,8 @@ export interface Taken {
   readonly refused: Charge | null;
   /** Charges whose spend crossed their rule's `warnAt` with this take. */
   readonly crossed: readonly Charge[];
+  /** Each counter taken (charges of one counter merged) and what it holds after this take. */
+  readonly spent: readonly { readonly charge: Charge; readonly spent: number }[];
 }
 
 /** Where budgets are counted: one store of truth for every process (never per-process memory). */
@@ -42,6 +44,7 @@ export class DrizzleMailBudgetStore implements MailBudgetStore {
 
   async take(tx: Tx, tenantId: string, charges: readonly Charge[], nowMs: number): Promise<Taken> {
     const crossed: Charge[] = [];
+    const taken: { charge: Charge; spent: number }[] = [];
     for (const { charge, budget, subject } of ordered(charges)) {
       const { rule, amount } = charge;
       const windowStart = windowStartOf(rule, nowMs);
@@ -56,11 +59,12 @@ export class DrizzleMailBudgetStore implements MailBudgetStore {
           returning spent`),
       );
       const spent = rows[0]?.spent;
-      if (spent === undefined) return { refused: charge, crossed: [] };
+      if (spent === undefined) return { refused: charge, crossed: [], spent: [] };
       const after = Number(spent);
+      taken.push({ charge, spent: after });
       if (rule.warnAt !== undefined && after >= rule.warnAt && after - amount < rule.warnAt) crossed.push(charge);
     }
-    return { refused: null, crossed };
+    return { refused: null, crossed, spent: taken };
   }
 
   async prune(nowMs: number): Promise<number> {

@@ -1,6 +1,7 @@
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
 import type { IdentityStore } from "../identity/store";
+import type { OutsideCalls } from "../infra/tracing";
 import type { JobQueue } from "../jobs/queue";
 import type { Logger } from "../logger";
 import type { Outbox } from "../mail/outbox";
@@ -35,13 +36,25 @@ export interface NewsletterDeps {
    * client and per site, counted in mails and taken with the confirmations' writes.
    */
   readonly mailBudget: MailBudget;
+  /** How calls to the newsletter vendor are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 /** Builds the newsletter deps (src/deps.ts) and registers the vendor sync job on the queue. */
 export function createNewsletterDeps(
   input: Pick<
     NewsletterDeps,
-    "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now" | "mailBudget"
+    | "identity"
+    | "users"
+    | "outbox"
+    | "services"
+    | "jobs"
+    | "changes"
+    | "registry"
+    | "logger"
+    | "now"
+    | "mailBudget"
+    | "outside"
   > & {
     readonly db: ConstructorParameters<typeof NewsletterStore>[0];
     readonly config: Config;
@@ -64,6 +77,7 @@ export function createNewsletterDeps(
     publicUrl: input.config.publicUrl,
     vendorTimeoutMs: input.config.newsletterVendorTimeoutMs,
     vendorLists: new Map(),
+    outside: input.outside,
     mailBudget: input.mailBudget,
   };
   registerSyncJob(deps);

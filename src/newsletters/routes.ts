@@ -77,6 +77,7 @@ export function newsletterRoutes(deps: NewsletterRouteDeps & JsonApiDeps, prefix
             ) + LINK_MOUNT,
         });
         set.status = result.status;
+        Object.assign(set.headers, result.rateLimit);
         return result.body;
       },
       { body: SubscriptionsBody },

@@ -63,6 +63,8 @@ export interface PutInput {
 export interface PutResult {
   readonly status: 200 | 202;
   readonly body: { subscriptions: SubscriptionJson[] };
+  /** The draft's RateLimit fields of the caller's confirmation budget, when one was charged. */
+  readonly rateLimit: Record<string, string>;
 }
 
 const emailRefused = () =>
@@ -71,12 +73,12 @@ const keyNeedsUser = () => new AppError("bad_request", "userId is required to ch
 const nobodyNamed = () =>
   new AppError("unauthorized", "Changing subscriptions needs a signed-in user, an API key with userId, or an email.");
 
-const tooManyConfirmations = (retryAfterSeconds: number) =>
+export const tooManyConfirmations = (retryAfterSeconds: number, rateLimit: Record<string, string> = {}) =>
   new AppError(
     "rate_limited",
     "Too many confirmation emails were sent to this address; try again later.",
     { retryAfterSeconds },
-    { "retry-after": String(retryAfterSeconds) },
+    { "retry-after": String(retryAfterSeconds), ...rateLimit },
   );
 
 /**
@@ -100,6 +102,7 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
   if (unknown.length > 0) throw new AppError("validation_failed", "The request failed validation.", unknown);
 
   let user: UserRow | null = subject.user;
+  let rateLimit: Record<string, string> = {};
   let email: string;
   const anonymous = subject.kind === "anonymous";
   if (anonymous) {
@@ -170,10 +173,11 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
     );
     if (!spent.ok) {
       throw spent.scope === "client" || spent.scope === "site"
-        ? tooManySubscribeRequests(spent.retryAfterSeconds)
-        : tooManyConfirmations(spent.retryAfterSeconds);
+        ? tooManySubscribeRequests(spent.retryAfterSeconds, spent.rateLimit)
+        : tooManyConfirmations(spent.retryAfterSeconds, spent.rateLimit);
     }
     user = spent.value;
+    rateLimit = spent.rateLimit;
   } else {
     if (user === null && writes.length > 0) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
     if (user !== null) await deps.store.write(tenantId, user.id, writes, now);
@@ -187,16 +191,17 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
     );
   }
   const subscriptions = lists.map((l) => entry(l, result.get(l.id) ?? "unknown"));
-  return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions } };
+  return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions }, rateLimit };
 }
 
-const tooManySubscribeRequests = (retryAfterSeconds: number) =>
+const tooManySubscribeRequests = (retryAfterSeconds: number, rateLimit: Record<string, string>) =>
   new AppError(
     "rate_limited",
     "Too many subscription requests; try again later.",
     { retryAfterSeconds },
     {
       "retry-after": String(retryAfterSeconds),
+      ...rateLimit,
     },
   );
 

@@ -1,3 +1,4 @@
+import { type OutsideCalls, UNTRACED } from "../infra/tracing";
 import { type JobQueue, RetryAt } from "../jobs/queue";
 import { ListmonkVendor, type NewsletterVendor, VendorUnavailable } from "../outside/listmonk/client";
 import type { ServiceConfigs } from "../outside/service-config";
@@ -22,6 +23,8 @@ export interface SyncDeps {
   readonly vendorTimeoutMs: number;
   /** The vendor's list ids by its URL and user, learned once per process (`vendorOf`). */
   readonly vendorLists: Map<string, Map<string, number>>;
+  /** How calls to the vendor are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 /** The job kind of a vendor sync of one (list, user). */
@@ -68,7 +71,7 @@ function vendorOf(deps: SyncDeps, config: ServiceConfig<"listmonk">): Newsletter
     lists = new Map();
     byUrl.set(key, lists);
   }
-  return new ListmonkVendor(config, deps.vendorTimeoutMs, lists);
+  return new ListmonkVendor(config, deps.vendorTimeoutMs, lists, (deps.outside ?? UNTRACED).fetch("listmonk"));
 }
 
 /**

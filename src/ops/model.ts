@@ -13,3 +13,16 @@ export const ReadinessAnswer = t.Object(
   },
   { additionalProperties: true },
 );
+
+/** GET /admin/db/stats (`npm run svc -- db stats`). */
+export const StoreStatsAnswer = t.Object({
+  databaseBytes: t.Integer(),
+  tables: t.Array(
+    t.Object({
+      table: t.String(),
+      rows: t.Union([t.Number(), t.Null()], { description: "An estimate; null until first analysed." }),
+      bytes: t.Integer(),
+    }),
+  ),
+  readAt: t.String({ format: "date-time" }),
+});

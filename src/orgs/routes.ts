@@ -106,9 +106,9 @@ export function orgRoutes(deps: OrgRouteDeps & JsonApiDeps, prefix: Mount): AnyE
       })
       .post(
         "/org/invite-member",
-        (ctx) => {
+        async (ctx) => {
           const caller = callerOf(ctx);
-          return inviteMember(org, caller, ctx.body, {
+          const { body, rateLimit } = await inviteMember(org, caller, ctx.body, {
             siteId: ctx.site.id,
             // The link keeps the mount the request used; its origin is one the tenant trusts.
             linkBase: () =>
@@ -119,6 +119,8 @@ export function orgRoutes(deps: OrgRouteDeps & JsonApiDeps, prefix: Mount): AnyE
                 deps.clients.urlOf(ctx.server, ctx.request),
               ) + prefix,
           });
+          Object.assign(ctx.set.headers, rateLimit);
+          return body;
         },
         { body: InviteMemberBody },
       )

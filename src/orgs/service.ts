@@ -119,6 +119,7 @@ export async function inviteMember(
   const now = deps.now();
   const days = Math.round(deps.invitationTtlMs / 86_400_000);
   let mailed = false;
+  let rateLimit: Record<string, string> = {};
   let invitation: InvitationRow;
   try {
     ({ invitation } = await deps.store.invite(
@@ -135,7 +136,7 @@ export async function inviteMember(
       async (tx, { invitation: row, superseded }) => {
         const earlierLive = superseded !== null && superseded.expiresAt.getTime() > now;
         if (earlierLive && input.resend !== true) return;
-        await deps.mailBudget.takeIn(tx, "invitation", caller.tenantId, [
+        rateLimit = await deps.mailBudget.takeIn(tx, "invitation", caller.tenantId, [
           ["mailbox", mailboxOf(email), 1],
           ["inviter", caller.user.id, 1],
           ["organization", organization.id, 1],
@@ -159,20 +160,22 @@ export async function inviteMember(
       },
     ));
   } catch (error) {
-    if (error instanceof MailBudgetRefused) throw tooManyInvitations(error.retryAfterSeconds);
+    if (error instanceof MailBudgetRefused) throw tooManyInvitations(error.retryAfterSeconds, error.rateLimit);
     throw error;
   }
   if (mailed) deps.outbox.kick();
-  return invitationJson(invitation);
+  // The inviter's own budget in the draft's RateLimit fields, when this call mailed.
+  return { body: invitationJson(invitation), rateLimit };
 }
 
-const tooManyInvitations = (retryAfterSeconds: number) =>
+const tooManyInvitations = (retryAfterSeconds: number, rateLimit: Record<string, string>) =>
   new AppError(
     "rate_limited",
     "Too many invitations were mailed; try again later.",
     { retryAfterSeconds },
     {
       "retry-after": String(retryAfterSeconds),
+      ...rateLimit,
     },
   );
 

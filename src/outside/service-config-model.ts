@@ -67,3 +67,16 @@ export type ServiceConfig<S extends ServiceName> = Static<(typeof SERVICE_SCHEMA
 export function isServiceName(name: string): name is ServiceName {
   return Object.hasOwn(SERVICE_SCHEMAS, name);
 }
+
+const service = Type.String({ description: "storyblok, recombee, stripe or listmonk" });
+const set = Type.Array(Type.String(), { description: "The members set (values are never answered)." });
+
+/** GET /admin/tenants/:tenant/services. */
+export const ServicesAnswer = Type.Object({
+  tenant: Type.String(),
+  services: Type.Array(Type.Object({ service, set })),
+});
+/** PUT /admin/tenants/:tenant/services/:service. */
+export const ServiceSetAnswer = Type.Object({ tenant: Type.String(), service, set });
+/** DELETE /admin/tenants/:tenant/services/:service. */
+export const ServiceClearedAnswer = Type.Object({ tenant: Type.String(), service, cleared: Type.Literal(true) });

@@ -47,3 +47,9 @@ export const RecommendationsReply = t.Object({
   recommId: t.Union([t.String(), t.Null()]),
   items: t.Array(RecommendedItem),
 });
+
+/** GET /admin/tenants/:tenant/recommendations/usage: engine calls per UTC month. */
+export const RecommendationUsageAnswer = t.Object({
+  tenant: t.String(),
+  usage: t.Array(t.Object({ period: t.String({ description: "A UTC month, YYYY-MM." }), calls: t.Integer() })),
+});

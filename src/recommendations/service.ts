@@ -3,6 +3,7 @@ import type { ContentItem } from "../content/mapping";
 import type { ContentStore } from "../content/store";
 import { validationError } from "../http/error-envelope";
 import { AppError } from "../infra/errors";
+import { type OutsideCalls, UNTRACED } from "../infra/tracing";
 import type { Logger } from "../logger";
 import { EngineFailure, RecombeeEngine, type RecommendationEngine } from "../outside/recombee/client";
 import type { ServiceConfigs } from "../outside/service-config";
@@ -27,6 +28,8 @@ export interface RecommendationDeps {
   readonly logger: Logger;
   readonly now: () => number;
   readonly timeoutMs: number;
+  /** How calls to the engine are traced (UNTRACED when tracing is off). */
+  readonly outside?: OutsideCalls;
 }
 
 const EMPTY: Reply = Object.freeze({ recommId: null, items: [] }) as unknown as Reply;
@@ -101,7 +104,7 @@ async function engineOf(deps: RecommendationDeps, tenantId: string): Promise<Rec
   const resolved = await deps.services.resolve(tenantId, "recombee");
   if (!resolved.configured) throw notConfigured();
   try {
-    return new RecombeeEngine(resolved.config, deps.timeoutMs);
+    return new RecombeeEngine(resolved.config, deps.timeoutMs, deps.outside ?? UNTRACED);
   } catch {
     // The client refuses an unknown region (or a region with a base URI): not usable as set.
     throw new AppError("service_unavailable", "The recommendation engine's settings are not usable (region).");

@@ -337,4 +337,94 @@ describe("GET /openapi.json, the whole public and admin API", () => {
       });
     }
   });
+
+  it("models every JSON answer: no operation answers a generic object", () => {
+    expect(JSON.stringify(doc)).not.toContain("x-svc-unmodelled");
+    expect(doc.paths["/admin/db/backup"].get.responses["200"].content).toEqual({
+      "application/gzip": { schema: { type: "string", format: "binary" } },
+    });
+  });
+
+  it("describes the real answers of the operator plane's routes", async () => {
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    /** Calls an operator route and checks its answer against the document's named schema. */
+    const check = async (method: string, path: string, template: string, body?: unknown) => {
+      const res = await h.admin(method, path, body);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      const schema = doc.paths[template][method.toLowerCase()].responses["200"].content["application/json"].schema;
+      expect({ path, named: typeof schema.$ref === "string" }).toEqual({ path, named: true });
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      const answer = await res.json();
+      expect({ path, valid: validate(answer), errors: validate.errors ?? null }).toEqual({
+        path,
+        valid: true,
+        errors: null,
+      });
+      return answer as Json;
+    };
+    const tenant = "/admin/tenants/{tenant}";
+    const site = `${tenant}/sites/{site}`;
+    const idp = { issuer: "https://login.example", jwksUrl: "https://login.example/jwks.json" };
+    await check("PUT", "/admin/tenants/default/identity-provider", `${tenant}/identity-provider`, idp);
+    await check("DELETE", "/admin/tenants/default/identity-provider", `${tenant}/identity-provider`);
+    await check("PUT", "/admin/tenants/default/public-url", `${tenant}/public-url`, {
+      publicUrl: "https://id.news.example",
+    });
+    await check("DELETE", "/admin/tenants/default/public-url", `${tenant}/public-url`);
+
+    expect((await h.admin("POST", "/admin/tenants/default/sites", { id: "modelled" })).status).toBe(201);
+    const modelled = "/admin/tenants/default/sites/modelled";
+    await check("POST", `${modelled}/deploy`, `${site}/deploy`, { document: newsletterDocument() });
+    await check("POST", `${modelled}/deploy`, `${site}/deploy`, { document: newsletterDocument(), preview: true });
+    await check("POST", `${modelled}/diff`, `${site}/diff`, { document: newsletterDocument() });
+    const history = await check("GET", `${modelled}/documents`, `${site}/documents`);
+    expect(history.documents).toHaveLength(2);
+    await check("GET", `${modelled}/documents/1`, `${site}/documents/{version}`);
+    await check("GET", `${modelled}/impact`, `${site}/impact`);
+    await check("POST", `${modelled}/documents/2/publish`, `${site}/documents/{version}/publish`);
+    await check("POST", `${modelled}/explain`, `${site}/explain`, { features: ["section"], deviceId: "device-1" });
+    await check("POST", `${modelled}/disable`, `${site}/disable`);
+    await check("POST", `${modelled}/enable`, `${site}/enable`);
+
+    const listmonk = { url: "http://127.0.0.1:9", username: "api", password: "env:LISTMONK_PASSWORD" };
+    await check("PUT", "/admin/tenants/default/services/listmonk", `${tenant}/services/{service}`, listmonk);
+    await check("GET", "/admin/tenants/default/services", `${tenant}/services`);
+    await check("DELETE", "/admin/tenants/default/services/listmonk", `${tenant}/services/{service}`);
+
+    await h.deps.contentStore.put("default", "news", {
+      id: "story-1",
+      type: "story",
+      headline: "A headline",
+      description: null,
+      image: null,
+      url: "https://news.example/a",
+      publishedAt: "2026-11-20T10:00:00.000Z",
+      sections: ["news"],
+      tags: [],
+      authors: [{ id: "author-1", name: null }],
+      contentType: null,
+      language: "en",
+      deleted: false,
+      cmsVersion: 1,
+      readAt: "2026-11-21T12:00:00.000Z",
+    });
+    await check("GET", "/admin/tenants/default/sites/news/content", `${site}/content`);
+    await check("GET", "/admin/tenants/default/sites/news/content/story-1", `${site}/content/{id}`);
+    await h.deps.recommendations.usage.countCall("default", h.clock.now());
+    await check("GET", "/admin/tenants/default/recommendations/usage", `${tenant}/recommendations/usage`);
+
+    const consoleUser = { email: "editor@example.com", role: "admin" };
+    await check("POST", "/admin/tenants/default/console-users", `${tenant}/console-users`, consoleUser);
+    await check("GET", "/admin/tenants/default/console-users", `${tenant}/console-users`);
+    await check("DELETE", "/admin/tenants/default/console-users/editor@example.com", `${tenant}/console-users/{email}`);
+    const audit = await check("GET", "/admin/audit?limit=3", "/admin/audit");
+    expect(audit.entries.length).toBeGreaterThan(0);
+    await check("GET", "/admin/db/stats", "/admin/db/stats");
+    const backup = await h.admin("GET", "/admin/db/backup");
+    expect(backup.status).toBe(200);
+    expect(backup.headers.get("content-type")).toBe("application/gzip");
+
+    for (const path of ["/openapi.json", "/v1/decide/openapi.json"]) await check("GET", path, path);
+  }, 60_000);
 });

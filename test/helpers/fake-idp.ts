@@ -9,13 +9,14 @@ export type IdpMode = "ok" | "slow" | "rate_limited" | "error";
 export async function startFakeIdp(options: { slowMs?: number } = {}) {
   const { publicKey, privateKey } = await generateKeyPair("RS256");
   const jwk = { ...(await exportJWK(publicKey)), kid: "idp-key-1", alg: "RS256", use: "sig" };
-  const state = { mode: "ok" as IdpMode, jwksHits: 0 };
+  const state = { mode: "ok" as IdpMode, jwksHits: 0, traceparents: [] as (string | null)[] };
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     async fetch(request) {
       if (new URL(request.url).pathname !== "/.well-known/jwks.json") return new Response("not found", { status: 404 });
       state.jwksHits++;
+      state.traceparents.push(request.headers.get("traceparent"));
       if (state.mode === "slow") await Bun.sleep(options.slowMs ?? 2_000);
       if (state.mode === "rate_limited")
         return new Response("slow down", { status: 429, headers: { "retry-after": "17" } });

@@ -43,16 +43,29 @@ describe.each(storeKinds)("sign-in mail is budgeted (%s store)", (kind: StoreKin
 
   it("admits 3 links per mailbox per 10 minutes (+tags and case fold), then 429 with Retry-After; nothing written", async () => {
     nextHour();
+    const remaining: (string | null)[] = [];
     for (const address of ["reader@example.com", "Reader+news@Example.com", "reader+2@example.com"]) {
-      expect((await ask(address)).status).toBe(200);
+      const res = await ask(address);
+      expect(res.status).toBe(200);
+      // The draft's RateLimit fields name the caller's own budget, never the recipient's mailbox.
+      expect(res.headers.get("ratelimit-policy")).toBe('"sign-in-client";q=60;w=3600');
+      remaining.push(res.headers.get("ratelimit"));
       h.clock.advance(1_000);
     }
+    expect(remaining).toEqual([
+      '"sign-in-client";r=59;t=3600',
+      '"sign-in-client";r=58;t=3599',
+      '"sign-in-client";r=57;t=3598',
+    ]);
     const before = await stored();
     h.clock.advance(19_000);
     const refused = await ask("READER+other@example.com");
     expect(refused.status).toBe(429);
     // The window ends 10 minutes after it began: 578 s from here (22 s in).
     expect(refused.headers.get("retry-after")).toBe("578");
+    // The refusing budget in the draft's fields: nothing left until the same moment.
+    expect(refused.headers.get("ratelimit-policy")).toBe('"sign-in-mailbox";q=3;w=600');
+    expect(refused.headers.get("ratelimit")).toBe('"sign-in-mailbox";r=0;t=578');
     expect(await refused.json()).toEqual({
       error: {
         code: "rate_limited",
@@ -146,7 +159,7 @@ describe.each(storeKinds)("sign-in mail is budgeted (%s store)", (kind: StoreKin
       const over = await signIn(`crowd-${c}-over@example.com`, `10.9.0.${c}`).catch((error: unknown) => error);
       expect(over).toMatchObject({ code: "rate_limited" });
     }
-    expect(await signIn("newcomer@example.com", "10.9.1.1")).toEqual({ success: true });
+    expect(await signIn("newcomer@example.com", "10.9.1.1")).toMatchObject({ success: true });
     expect((await ask("newcomer-2@example.com")).status).toBe(200);
   }, 60_000);
 });

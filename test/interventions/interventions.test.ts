@@ -181,11 +181,25 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
   });
 
   it("caps open streams per key (429 with Retry-After), and frees a slot when a stream closes", async () => {
+    // An earlier test's streams are let go as their connections close.
+    const closed = Date.now() + 5000;
+    while (h.deps.interventions.streamsOf(keyId) > 0 && Date.now() < closed) await Bun.sleep(20);
     const streams = [await open(), await open(), await open()];
     try {
+      // The draft's RateLimit fields: a cap on streams open at once (no window), and the places left.
+      for (const s of streams) {
+        expect(s.response.headers.get("ratelimit-policy")).toBe('"interventions-streams";q=3;qu="concurrent-requests"');
+      }
+      expect(streams.map((s) => s.response.headers.get("ratelimit"))).toEqual([
+        '"interventions-streams";r=2',
+        '"interventions-streams";r=1',
+        '"interventions-streams";r=0',
+      ]);
       const refused = await fetch(`${base}/v1/decide/interventions`, { headers: headers() });
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(refused.headers.get("ratelimit")).toBe('"interventions-streams";r=0');
+      expect(refused.headers.get("ratelimit-policy")).toBe('"interventions-streams";q=3;qu="concurrent-requests"');
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
       (streams.pop() as { close(): void }).close();
       const deadline = Date.now() + 5000;

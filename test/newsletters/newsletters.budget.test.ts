@@ -60,6 +60,18 @@ describe.each(storeKinds)("newsletter confirmations spend the mail budget (%s st
       "Too many confirmation emails were sent to this address; try again later.",
     );
     expect(Number(refused.headers.get("retry-after"))).toBe(3600);
+    // The draft's RateLimit fields: the refusing mailbox budget on a 429, the caller's own on a 202.
+    expect(refused.headers.get("ratelimit-policy")).toBe('"confirmation-mailbox";q=10;w=3600');
+    expect(refused.headers.get("ratelimit")).toBe('"confirmation-mailbox";r=0;t=3600');
+    const admitted = answers.filter((r) => r.status === 202);
+    expect(admitted.map((r) => r.headers.get("ratelimit-policy"))).toEqual([
+      '"confirmation-client";q=40;w=3600',
+      '"confirmation-client";q=40;w=3600',
+    ]);
+    expect(admitted.map((r) => r.headers.get("ratelimit")).sort()).toEqual([
+      '"confirmation-client";r=32;t=3600',
+      '"confirmation-client";r=36;t=3600',
+    ]);
   });
 
   it("counts victim+N@ variants against one mailbox, and delivers to each address as given", async () => {

@@ -38,7 +38,18 @@ describe.each(storeKinds)("invitations spend the mail budget (%s store)", (kind)
   it("caps 50 invitations to one address at the mailbox's 3 an hour; a refused one writes nothing", async () => {
     nextHour();
     const statuses: number[] = [];
-    for (let i = 0; i < 50; i++) statuses.push((await invite(owner, "target@example.com", { resend: true })).status);
+    const remaining: (string | null)[] = [];
+    for (let i = 0; i < 50; i++) {
+      const res = await invite(owner, "target@example.com", { resend: true });
+      statuses.push(res.status);
+      if (res.status === 200) remaining.push(res.headers.get("ratelimit"));
+    }
+    // The draft's RateLimit fields name the inviter's own budget on a mailed invitation.
+    expect(remaining).toEqual([
+      '"invitation-inviter";r=29;t=3600',
+      '"invitation-inviter";r=28;t=3600',
+      '"invitation-inviter";r=27;t=3600',
+    ]);
     expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
     expect(statuses.slice(3).every((s) => s === 429)).toBe(true);
     expect(await queued("target@%")).toBe(3);
@@ -49,6 +60,8 @@ describe.each(storeKinds)("invitations spend the mail budget (%s store)", (kind)
     const refused = await invite(owner, "target@example.com", { resend: true });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBe(3600);
+    expect(refused.headers.get("ratelimit-policy")).toBe('"invitation-mailbox";q=3;w=3600');
+    expect(refused.headers.get("ratelimit")).toBe('"invitation-mailbox";r=0;t=3600');
     expect((await refused.json()).error.code).toBe("rate_limited");
   });
 

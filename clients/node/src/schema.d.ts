@@ -1967,6 +1967,8 @@ export interface components {
                 message: string;
                 /** @description Unstable in v1: log it, never parse it. */
                 details?: unknown;
+                /** @description The answer's x-request-id: quote it to the operator. */
+                requestId: string;
             };
         };
         DecisionEntry: {
@@ -2285,8 +2287,19 @@ export interface components {
             issuer: string;
             jwksUrl: string;
         };
+        PutAdminTenantsIdentityProviderAnswer: {
+            tenant: string;
+            identityProvider: {
+                issuer: string;
+                jwksUrl: string;
+            } | null;
+        };
         PutAdminTenantsPublicUrlBody: {
             publicUrl: string;
+        };
+        PutAdminTenantsPublicUrlAnswer: {
+            tenant: string;
+            publicUrl: string | null;
         };
         GetAdminTenantsSitesAnswer: {
             sites: ({
@@ -2313,10 +2326,25 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        PostAdminTenantsSitesDisableAnswer: {
+            site: {
+                id: string;
+                tenant: string;
+                disabled: boolean;
+            };
+        };
         PostAdminTenantsSitesDeployBody: {
             document?: unknown;
             source?: string;
             preview?: boolean;
+        };
+        PostAdminTenantsSitesDeployAnswer: {
+            deployment: {
+                site: string;
+                tenant: string;
+                version: number;
+                stage: "live" | "preview";
+            };
         };
         GetAdminTenantsSitesKeysAnswer: {
             keys: ({
@@ -2380,8 +2408,56 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        GetAdminTenantsSitesDocumentsAnswer: {
+            site: string;
+            tenant: string;
+            liveVersion: number | null;
+            previewVersion: number | null;
+            documents: {
+                version: number;
+                stage: "live" | "preview";
+                /** Format: date-time */
+                createdAt: string;
+                live: boolean;
+                preview: boolean;
+            }[];
+        };
+        GetAdminTenantsSitesDocumentsAnswer2: {
+            version: number;
+            stage: "live" | "preview";
+            /** Format: date-time */
+            createdAt: string;
+            live: boolean;
+            preview: boolean;
+            /** @description The site document as stored. */
+            document: {
+                [key: string]: unknown;
+            };
+        };
+        PostAdminTenantsSitesDocumentsPublishAnswer: {
+            deployment: {
+                site: string;
+                tenant: string;
+                version: number;
+                /** @constant */
+                stage: "live";
+                previousVersion: number | null;
+            };
+        };
         PostAdminTenantsSitesDiffBody: {
             document: unknown;
+        };
+        PostAdminTenantsSitesDiffAnswer: {
+            live: number | null;
+            changes: {
+                op: "add" | "remove" | "replace";
+                /** @description A JSON pointer (RFC 6901); empty for the whole document. */
+                path: string;
+                /** @description The value before (remove, replace). */
+                from?: unknown;
+                /** @description The value after (add, replace). */
+                to?: unknown;
+            }[];
         };
         PostAdminTenantsUsersBody: {
             /** Format: email */
@@ -2430,6 +2506,21 @@ export interface components {
             /** @description Send it as x-svc-preview. */
             token: string;
             expiresAt: string;
+        };
+        GetAdminTenantsSitesImpactAnswer: {
+            samples: number;
+            liveVersion: number | null;
+            stagedVersion: number | null;
+            features: {
+                name: string;
+                answered: number;
+                changed: number;
+                transitions: {
+                    from: string;
+                    to: string;
+                    count: number;
+                }[];
+            }[];
         };
         GetAdminTenantsSitesInsightDecisionsAnswer: {
             site: string;
@@ -2496,7 +2587,6 @@ export interface components {
                 control: string;
                 test: string;
                 enough: boolean;
-                /** @enum {string} */
                 verdict: "too-early" | "no-difference" | "better" | "worse";
                 winner: string | null;
                 sentence: string;
@@ -2604,10 +2694,191 @@ export interface components {
             /** @constant */
             revoked: true;
         };
+        PostAdminTenantsSitesExplainAnswer: {
+            explain: {
+                [key: string]: {
+                    outcome: string;
+                    type?: string;
+                    matched: {
+                        /** @description Index of the rule in the feature's rules. */
+                        rule: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        split?: {
+                            experiment: string;
+                            variant: string;
+                        };
+                    } | {
+                        /** @constant */
+                        rule: "default";
+                    } | {
+                        /** @constant */
+                        rule: "onError";
+                        reason: string;
+                    };
+                    /** @description The rules evaluated, in order, up to the one that decided. */
+                    rules: {
+                        index: number;
+                        condition: {
+                            [key: string]: unknown;
+                        } | null;
+                        result: "matched" | "not matched" | "error";
+                        facts: {
+                            /** @description namespace.path as the rule names it */
+                            fact: string;
+                            /** @description signed: a verified content descriptor or gift link; stored: the service's own records; unverified: the caller's context. */
+                            source: "signed" | "stored" | "unverified";
+                            /** @description False when the namespace is unavailable on this request. */
+                            available: boolean;
+                            /** @description The value read; absent when the path holds nothing. */
+                            value?: unknown;
+                        }[];
+                        meters: {
+                            meter: string;
+                            available: boolean;
+                            allowance?: number;
+                            count?: number;
+                            remaining?: number;
+                            seen?: boolean;
+                        }[];
+                    }[];
+                    /** @description The meter reads the decision would carry. */
+                    meters?: {
+                        [key: string]: {
+                            allowance: number;
+                            count: number;
+                        };
+                    };
+                    /** @description For a deny: what would change it, e.g. "grant `premium`". */
+                    wouldChange?: string[];
+                };
+            };
+            unanswered: string[];
+            preview: boolean;
+            subject: string | null;
+            contentVerified: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        GetAdminTenantsServicesAnswer: {
+            tenant: string;
+            services: {
+                /** @description storyblok, recombee, stripe or listmonk */
+                service: string;
+                /** @description The members set (values are never answered). */
+                set: string[];
+            }[];
+        };
         PutAdminTenantsServicesBody: unknown;
+        PutAdminTenantsServicesAnswer: {
+            tenant: string;
+            /** @description storyblok, recombee, stripe or listmonk */
+            service: string;
+            /** @description The members set (values are never answered). */
+            set: string[];
+        };
+        DeleteAdminTenantsServicesAnswer: {
+            tenant: string;
+            /** @description storyblok, recombee, stripe or listmonk */
+            service: string;
+            /** @constant */
+            cleared: true;
+        };
+        GetAdminTenantsSitesContentAnswer: {
+            tenant: string;
+            site: string;
+            items: number;
+            deleted: number;
+            queue: {
+                queued: number;
+                running: number;
+                dead: number;
+                /** @description queued plus running: work still owed */
+                depth: number;
+                oldest: string | null;
+            };
+        };
+        GetAdminTenantsSitesContentAnswer2: {
+            item: {
+                id: string;
+                type: string;
+                headline: string | null;
+                description: string | null;
+                image: string | null;
+                url: string | null;
+                publishedAt: string | null;
+                sections: string[];
+                tags: string[];
+                authors: {
+                    id: string;
+                    name: string | null;
+                }[];
+                contentType: string | null;
+                language: string | null;
+                deleted: boolean;
+                cmsVersion: number;
+                /** Format: date-time */
+                readAt: string;
+            };
+        };
+        GetAdminTenantsRecommendationsUsageAnswer: {
+            tenant: string;
+            usage: {
+                /** @description A UTC month, YYYY-MM. */
+                period: string;
+                calls: number;
+            }[];
+        };
+        GetAdminAuditAnswer: {
+            entries: {
+                id: number;
+                /** Format: date-time */
+                at: string;
+                actor: string;
+                tenant: string | null;
+                site: string | null;
+                action: string;
+                target: string;
+                summary: string;
+            }[];
+            next: number | null;
+        };
+        GetAdminTenantsConsoleUsersAnswer: {
+            users: {
+                tenantId: string;
+                email: string;
+                role: "owner" | "admin" | "viewer";
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+        };
         PostAdminTenantsConsoleUsersBody: {
             email: string;
             role: "owner" | "admin" | "viewer";
+        };
+        PostAdminTenantsConsoleUsersAnswer: {
+            user: {
+                tenantId: string;
+                email: string;
+                role: "owner" | "admin" | "viewer";
+                /** Format: date-time */
+                createdAt: string;
+            };
+        };
+        DeleteAdminTenantsConsoleUsersAnswer: {
+            removed: string;
+        };
+        GetAdminDbStatsAnswer: {
+            databaseBytes: number;
+            tables: {
+                table: string;
+                /** @description An estimate; null until first analysed. */
+                rows: number | null;
+                bytes: number;
+            }[];
+            /** Format: date-time */
+            readAt: string;
         };
         PostIdUpstreamRevokeSessionsBody: {
             subject: string;
@@ -2681,6 +2952,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         }) | string[];
+        GetOpenapiJsonAnswer: {
+            /** @description 3.1.0 */
+            openapi: string;
+            info: {
+                title: string;
+                version: string;
+            } & {
+                [key: string]: unknown;
+            };
+            paths: {
+                [key: string]: unknown;
+            };
+            components?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         PostOfrepEvaluateFlagsBody: {
             context?: unknown;
         } & {
@@ -3441,9 +3730,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsIdentityProviderAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3473,9 +3760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsIdentityProviderAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3509,9 +3794,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsPublicUrlAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3541,9 +3824,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsPublicUrlAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3634,9 +3915,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDisableAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3667,9 +3946,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDisableAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3704,9 +3981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDeployAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3831,9 +4106,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesDocumentsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3862,9 +4135,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesDocumentsAnswer2"];
                 };
             };
             400: components["responses"]["400"];
@@ -3893,9 +4164,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDocumentsPublishAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -3930,9 +4199,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesDiffAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4134,9 +4401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesImpactAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4408,9 +4673,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsSitesExplainAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4440,9 +4703,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4474,9 +4735,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PutAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4507,9 +4766,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DeleteAdminTenantsServicesAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4540,9 +4797,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesContentAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4571,9 +4826,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsSitesContentAnswer2"];
                 };
             };
             400: components["responses"]["400"];
@@ -4600,9 +4853,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsRecommendationsUsageAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4632,9 +4883,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminAuditAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4661,9 +4910,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4694,9 +4941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["PostAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4727,9 +4972,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["DeleteAdminTenantsConsoleUsersAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4757,9 +5000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetAdminDbStatsAnswer"];
                 };
             };
             400: components["responses"]["400"];
@@ -4778,15 +5019,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
+            /** @description The embedded store's data folder as PGlite's gzipped tarball (`svc backup`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/gzip": string;
                 };
             };
             401: components["responses"]["401"];
@@ -5209,9 +5448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOpenapiJsonAnswer"];
                 };
             };
         };
@@ -5231,9 +5468,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GetOpenapiJsonAnswer"];
                 };
             };
         };

@@ -4,7 +4,8 @@ import { AppError, errorBody } from "../../infra/errors";
 import { appErrorResponse } from "../error-envelope";
 import type { NodeServerHandle, ServedApp } from "../node-server";
 import { requestIdOf, tagRequest } from "../request-id";
-import type { RequestStats } from "../request-stats";
+import { type RequestStats, UNMATCHED_ROUTE } from "../request-stats";
+import type { ServerTracing } from "../server-tracing";
 import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } from "./connection";
 import { encodeHead } from "./encode";
 import type { Refusal, RequestHead } from "./head";
@@ -21,6 +22,8 @@ export interface H1ServerOptions {
   onError(error: Error): void;
   /** Counts each answer by route and status (and writes the access log when enabled). */
   requests?: RequestStats;
+  /** A server span per request when tracing is on (absent: nothing is traced, nothing parsed). */
+  tracing?: ServerTracing;
   timeouts?: Partial<Timeouts>;
   /** The clock the timeouts read (tests move it), and how often connections are swept. */
   now?: () => number;
@@ -77,6 +80,8 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   const routes = ((app.config.serve as { routes?: Record<string, Record<string, Handler>> } | undefined)?.routes ??
     {}) as Record<string, Record<string, Handler>>;
   const requests = options.requests;
+  const tracing = options.tracing;
+  const fetchApp = (request: Request) => app.fetch(request);
   const now = options.now ?? Date.now;
   let clock = now();
   let date = new Date().toUTCString();
@@ -168,7 +173,15 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       tagRequest(request, answer.requestId);
       let result: Response | Promise<Response>;
       try {
-        result = native === undefined ? app.fetch(request) : native(request);
+        if (tracing === undefined) result = native === undefined ? app.fetch(request) : native(request);
+        else {
+          const method = head.method;
+          result = tracing.serve(
+            request,
+            () => (native !== undefined ? path : (requests?.routeOf(method, path) ?? UNMATCHED_ROUTE)),
+            native ?? fetchApp,
+          );
+        }
       } catch (error) {
         result = Promise.reject(error);
       }

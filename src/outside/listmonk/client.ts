@@ -1,3 +1,4 @@
+import { type Fetch, UNTRACED } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
 
 /** The vendor could not answer (down, slow, rate-limited, 5xx): the sync is retried later. */
@@ -66,6 +67,8 @@ export class ListmonkVendor implements NewsletterVendor {
     private readonly timeoutMs: number,
     /** Vendor list ids by our list id, shared across calls of one tenant's settings. */
     private readonly lists: Map<string, number> = new Map(),
+    /** Traced when tracing is on (a client span per call, the trace context sent). */
+    private readonly fetch: Fetch = UNTRACED.fetch("listmonk"),
   ) {
     this.base = config.url.replace(/\/+$/, "");
     this.auth = `Basic ${Buffer.from(`${config.username}:${config.password}`).toString("base64")}`;
@@ -159,7 +162,7 @@ export class ListmonkVendor implements NewsletterVendor {
   private async call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
     let response: Response;
     try {
-      response = await fetch(this.base + path, {
+      response = await this.fetch(this.base + path, {
         method,
         headers: {
           authorization: this.auth,

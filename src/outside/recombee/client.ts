@@ -1,4 +1,5 @@
 import recombee from "recombee-api-client";
+import { type OutsideCalls, UNTRACED } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
 
 /** One ask of the engine: for a user, or read-next for the item being read. */
@@ -56,6 +57,8 @@ export class RecombeeEngine implements RecommendationEngine {
   constructor(
     config: ServiceConfig<"recombee">,
     private readonly timeoutMs: number,
+    /** Recombee's client does its own HTTP (ky): traced as one client span per call, no header. */
+    private readonly outside: OutsideCalls = UNTRACED,
   ) {
     const options: { region?: string; baseUri?: string; protocol?: string } = {};
     if (config.baseUri !== undefined) {
@@ -85,7 +88,11 @@ export class RecombeeEngine implements RecommendationEngine {
     (request as { timeout: number }).timeout = this.timeoutMs;
     let response: { recommId?: unknown; recomms?: unknown };
     try {
-      response = (await this.client.send(request)) as typeof response;
+      response = (await this.outside.call(
+        "recombee",
+        ask.itemId === undefined ? "recommend items to user" : "recommend items to item",
+        () => this.client.send(request),
+      )) as typeof response;
     } catch (error) {
       throw failureOf(error);
     }

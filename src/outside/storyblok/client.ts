@@ -1,4 +1,5 @@
 import StoryblokClient from "storyblok-js-client";
+import { type Fetch, UNTRACED } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
 
 /** A story (an article or an author) as the Content Delivery API answers it. */
@@ -50,8 +51,10 @@ export class StoryblokCms implements CmsClient {
     config: ServiceConfig<"storyblok">,
     timeoutMs: number,
     private readonly now: () => number,
+    fetch: Fetch = UNTRACED.fetch("storyblok"),
   ) {
     this.client = new StoryblokClient({
+      fetch: fetch as typeof globalThis.fetch,
       accessToken: config.token,
       region: config.region,
       endpoint: config.endpoint,

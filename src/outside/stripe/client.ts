@@ -1,4 +1,5 @@
 import Stripe from "stripe";
+import type { Fetch } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
 
 export type StripeSettings = ServiceConfig<"stripe">;
@@ -37,7 +38,7 @@ export interface CheckoutSessionRequest {
  * 127.0.0.1). No automatic retries: a checkout is a reader waiting, so an outage answers 503 at
  * once and the page retries.
  */
-export function stripeClient(settings: StripeSettings, timeoutMs: number): Stripe {
+export function stripeClient(settings: StripeSettings, timeoutMs: number, fetch?: Fetch): Stripe {
   const config: ConstructorParameters<typeof Stripe>[1] = {
     maxNetworkRetries: 0,
     timeout: timeoutMs,
@@ -49,6 +50,9 @@ export function stripeClient(settings: StripeSettings, timeoutMs: number): Strip
     config.host = base.hostname;
     config.port = base.port || (base.protocol === "http:" ? 80 : 443);
   }
+  // Traced: Stripe's fetch client on the traced fetch (a client span per call, the trace context
+  // sent). Untraced, its default client, as it always was.
+  if (fetch !== undefined) config.httpClient = Stripe.createFetchHttpClient(fetch as typeof globalThis.fetch);
   return new Stripe(settings.secretKey, config);
 }
 
