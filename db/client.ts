@@ -13,6 +13,7 @@ import { type DataFolderLock, lockDataFolder } from "./data-folder-lock";
 import { PGliteThread } from "./pglite-thread";
 import { privateFolder, privateTree } from "./private-files";
 import * as schema from "./schema";
+import { gatedClient, StoreGate } from "./store-gate";
 
 /** The drizzle database both drivers give us: store code is written against this type only. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -20,6 +21,8 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface Database {
   readonly db: Db;
   readonly kind: "embedded" | "server";
+  /** A server's fail-fast gate (`store-gate.ts`): closed while it is unreachable; null embedded. */
+  readonly gate: StoreGate | null;
   /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
   listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
   /** The embedded store's data folder as PGlite's gzipped tarball (consistent); null on a server (pg_dump). */
@@ -41,16 +44,23 @@ export async function openDatabase(options: {
   migrationsFolder?: string;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
   onProgress?: (message: string, fields: Record<string, unknown>) => void;
+  /**
+   * A server answering nothing this long while queries wait (and no `select 1` either) is taken
+   * as hung: queries fail at once until it answers (`StoreGate`). The read deadline by default.
+   */
+  hangMs?: number;
 }): Promise<Database> {
   const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   const progress = options.onProgress ?? (() => {});
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
-    const db = drizzlePostgres({ client, schema, casing: "snake_case" });
+    const gate = new StoreGate(() => client.unsafe("select 1"), options.hangMs ?? HANG_MS);
+    const db = drizzlePostgres({ client: gatedClient(client, gate), schema, casing: "snake_case" });
     try {
       await announceMigrations(db as unknown as Db, migrationsFolder, progress);
       await migratePostgres(db, { migrationsFolder });
     } catch (error) {
+      gate.stop();
       await client.end({ timeout: 0 });
       throw error;
     }
@@ -62,12 +72,16 @@ export async function openDatabase(options: {
     return {
       db: db as unknown as Db,
       kind: "server",
+      gate,
       async listen(channel, onNotify) {
         const sub = await client.listen(channel, () => onNotify());
         return { unlisten: () => sub.unlisten() };
       },
       dump: async () => null,
-      close: () => client.end({ timeout: 5 }),
+      close: () => {
+        gate.stop();
+        return client.end({ timeout: 5 });
+      },
     };
   }
   const dir = options.dataDir ?? ":memory:";
@@ -108,6 +122,7 @@ export async function openDatabase(options: {
   return {
     db: db as unknown as Db,
     kind: "embedded",
+    gate: null,
     listen: async () => null,
     dump: () => client.dump(),
     async close() {
@@ -128,12 +143,15 @@ export async function openDatabase(options: {
  * the pool): a query queued on such a connection waited that long during an outage, and kept
  * waiting after Postgres was back. Here the wait doubles from 50 ms to at most 2 s; a connection
  * attempt that gets no answer (a hung server) gives up after 5 s instead of 30. Requests do not
- * wait for either: their reads have a deadline of their own (SVC_READ_DEADLINE_MS).
+ * wait for either: while a server is unreachable, queries fail at once (`StoreGate`).
  */
 const SERVER_CONNECTION_SETTINGS = {
   backoff: (errors: number) => Math.min(0.05 * 2 ** errors, 2),
   connect_timeout: 5,
 };
+
+/** `openDatabase`'s `hangMs` when not given: the default read deadline (SVC_READ_DEADLINE_MS). */
+const HANG_MS = 1_000;
 
 /**
  * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres

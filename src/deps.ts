@@ -149,6 +149,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     (await openDatabase({
       url: config.databaseUrl,
       dataDir: config.dataDir,
+      hangMs: config.readDeadlineMs,
       onProgress: (message, fields) => logger.info(message, fields),
     }));
   const siteStore = new SiteStore(database.db);
