@@ -168,6 +168,7 @@ export function gatedClient(client: postgres.Sql, gate: StoreGate): postgres.Sql
 function observed<T extends PromiseLike<unknown>>(query: T, gate: StoreGate): T {
   const then = query.then;
   let sent = false;
+  // biome-ignore lint/suspicious/noThenProperty: postgres.js sends a statement on its first `then`; observed there, it stays lazy
   (query as { then: unknown }).then = function (
     this: T,
     ok?: (value: unknown) => unknown,
