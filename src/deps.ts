@@ -162,7 +162,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     maxEntries: config.meterEntries,
     exclusiveWriter: database.kind === "embedded",
     // Other processes (workers, hosts) may serve the same readers on a Postgres server.
-    exactSeen: database.kind === "server",
+    exact: database.kind === "server",
     now,
   });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
