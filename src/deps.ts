@@ -78,8 +78,9 @@ export interface Deps {
   readonly decisions: DecisionEngine;
   /** Keyed decide's windows: per process on the embedded store, quota leases on a server. */
   readonly keyedDecideRate: KeyedRate;
-  readonly browserDecideRate: RateWindows;
-  readonly forwardRate: RateWindows;
+  /** Browser decide's and forward's windows per client and site: likewise. */
+  readonly browserDecideRate: KeyedRate;
+  readonly forwardRate: KeyedRate;
   readonly outbox: Outbox;
   /** Every mail sent on a caller's behalf is taken from it, in the transaction that writes it. */
   readonly mailBudget: MailBudget;
@@ -287,6 +288,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
+  const leaseStore = new DrizzleLeaseStore(database.db);
+  const windows = (limit: number): KeyedRate =>
+    database.kind === "server"
+      ? new QuotaLeases(limit, DECIDE_WINDOW_MS, leaseStore, logger, config.readDeadlineMs, { now })
+      : new RateWindows(limit, DECIDE_WINDOW_MS);
   return {
     newsletters,
     interventions,
@@ -336,20 +342,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     previewTokens,
     decisions: createDecisionEngine({ meters, userFacts, streamingFacts, gifts, config, newsletters, previewTokens }),
     // The embedded store has one process: its windows are exact in memory. On a server, several
-    // processes and hosts may serve one key, so each leases its share of the window from Postgres.
-    keyedDecideRate:
-      database.kind === "server"
-        ? new QuotaLeases(
-            KEYED_DECIDE_LIMIT,
-            DECIDE_WINDOW_MS,
-            new DrizzleLeaseStore(database.db),
-            logger,
-            config.readDeadlineMs,
-            { now },
-          )
-        : new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
-    browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
-    forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
+    // processes and hosts may serve one key (or client), so each leases its share of the window
+    // from Postgres. Their lease keys never meet: a key id, or a route's name and the client.
+    keyedDecideRate: windows(KEYED_DECIDE_LIMIT),
+    browserDecideRate: windows(BROWSER_LIMIT),
+    forwardRate: windows(BROWSER_LIMIT),
   };
 }
 
@@ -372,7 +369,9 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.lifecycle.started = false;
   deps.interventions.closeAll();
   deps.flusher.stop();
-  if (deps.keyedDecideRate instanceof QuotaLeases) await deps.keyedDecideRate.stop();
+  for (const rate of [deps.keyedDecideRate, deps.browserDecideRate, deps.forwardRate]) {
+    if (rate instanceof QuotaLeases) await rate.stop();
+  }
   await deps.outbox.stop();
   deps.retention.stop();
   await deps.jobs.stop();
