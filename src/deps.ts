@@ -21,6 +21,7 @@ import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
 import { InterventionHub } from "./interventions/hub";
+import { DrizzleStreamSlots } from "./interventions/stream-slots";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
@@ -181,6 +182,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resumeMs: 5 * 60_000,
     resumeEvents: 1000,
     now,
+    // Renewed at every heartbeat: a process gone for three no longer holds its slots.
+    slots: database.kind === "server" ? new DrizzleStreamSlots(database.db, 3 * config.sseHeartbeatMs) : null,
   });
   // What each topic of the change feed does in this process. Capabilities built after the feed
   // (the key service publishes to it) add their handler once they exist.

@@ -19,7 +19,8 @@ export type InterventionRouteDeps = CredentialDeps;
 /**
  * GET /v1/decide/interventions (docs/interventions.md): server-sent events telling a publisher's
  * server that decisions for its subjects may have changed, so it decides again. An API key of the
- * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it).
+ * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it), for every process
+ * on one Postgres server together (`InterventionHub.admit`).
  */
 export function interventionRoutes(deps: InterventionRouteDeps, hub: InterventionHub) {
   return new Elysia({ prefix: "/v1/decide" })
@@ -27,8 +28,8 @@ export function interventionRoutes(deps: InterventionRouteDeps, hub: Interventio
     .guard({ apiKey: { anySiteOfTenant: false } })
     .get(
       "/interventions",
-      ({ apiKey, site, query, request, server }) => {
-        if (hub.streamsOf(apiKey.id) >= hub.options.streamsPerKey) throw tooManyStreams();
+      async ({ apiKey, site, query, request, server }) => {
+        if (!(await hub.admit(apiKey.id))) throw tooManyStreams();
         const subjects = query.subjects === undefined ? null : new Set(query.subjects.split(","));
         const lastEventId = request.headers.get("last-event-id");
         // Bun.serve closes a connection idle past its timeout; a stream is idle between heartbeats.
