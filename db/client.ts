@@ -54,13 +54,29 @@ export async function openDatabase(options: {
   const progress = options.onProgress ?? (() => {});
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
-    const gate = new StoreGate(() => client.unsafe("select 1"), options.hangMs ?? HANG_MS);
+    // The gate's probe has a connection of its own (opened only while probing, closed when idle):
+    // it asks whether the server answers, not whether the pool has a free connection.
+    const url = options.url;
+    const probeClient = () =>
+      postgres(url, { max: 1, idle_timeout: 5, fetch_types: false, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
+    let probe = probeClient();
+    const gate = new StoreGate(
+      {
+        ask: () => probe.unsafe("select 1"),
+        abandon: () => {
+          void probe.end({ timeout: 0 }).catch(() => {});
+          probe = probeClient();
+        },
+      },
+      options.hangMs ?? HANG_MS,
+    );
     const db = drizzlePostgres({ client: gatedClient(client, gate), schema, casing: "snake_case" });
     try {
       await announceMigrations(db as unknown as Db, migrationsFolder, progress);
       await migratePostgres(db, { migrationsFolder });
     } catch (error) {
       gate.stop();
+      await probe.end({ timeout: 0 });
       await client.end({ timeout: 0 });
       throw error;
     }
@@ -80,7 +96,7 @@ export async function openDatabase(options: {
       dump: async () => null,
       close: () => {
         gate.stop();
-        return client.end({ timeout: 5 });
+        return Promise.all([probe.end({ timeout: 0 }), client.end({ timeout: 5 })]).then(() => {});
       },
     };
   }

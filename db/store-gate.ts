@@ -32,7 +32,12 @@ export class StoreGate {
   closings = 0;
 
   constructor(
-    private readonly probe: () => Promise<unknown>,
+    /**
+     * Asks the server `select 1`; `abandon` gives up the probe's connection after an ask got no
+     * answer in time (a connection to a hung server, or through a dead network path, may never
+     * answer again even once the server does).
+     */
+    private readonly probe: { ask(): Promise<unknown>; abandon(): void },
     private readonly hangMs: number,
     private readonly now: () => number = () => performance.now(),
   ) {}
@@ -121,7 +126,9 @@ export class StoreGate {
       const late = new Promise<false>((resolve) => {
         timer = setTimeout(() => resolve(false), this.hangMs);
       });
-      return await Promise.race([this.probe().then(() => true), late]);
+      const answered = await Promise.race([this.probe.ask().then(() => true), late]);
+      if (!answered) this.probe.abandon();
+      return answered;
     } catch {
       return false;
     } finally {

@@ -8,7 +8,11 @@ import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy";
 
 const serverUrl = process.env.DATABASE_URL;
 
-/** What a warm reader may wait at the 99th percentile: far under the 1-s deadline it used to wait. */
+/**
+ * What a warm reader may wait at the 99th percentile: 50 ms, far under the 1-s deadline it used to
+ * wait. On a machine so loaded that the same requests take longer with Postgres up (the baseline,
+ * `calm`), three times that baseline, and never a quarter of the deadline.
+ */
 const WARM_P99_MS = 50;
 /** The read deadline here: the default, the wait a claim used to sit out at each window's start. */
 const DEADLINE_MS = 1_000;
@@ -60,16 +64,30 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
     return { status: res.status, retryAfter: res.headers.get("retry-after"), ms: performance.now() - started };
   };
 
-  /** Starts the next rate window (every key claims afresh), then every key's warm readers at once. */
+  /** Starts the next rate window (every key claims afresh), then each key's warm readers at once. */
   const windowOfWarmReaders = async () => {
     h.clock.advance(DECIDE_WINDOW_MS);
-    return Promise.all(keys.flatMap((key) => readers.map((reader) => decide(key, reader))));
+    const answers: Awaited<ReturnType<typeof decide>>[] = [];
+    for (const key of keys) answers.push(...(await Promise.all(readers.map((reader) => decide(key, reader)))));
+    return answers;
   };
+  /** The bound for a p99: WARM_P99_MS, or three times `calm` on a machine that slow, below DEADLINE_MS / 4. */
+  let calm = 0;
+  const bound = () => Math.min(DEADLINE_MS / 4, Math.max(WARM_P99_MS, 3 * calm));
 
   it("answers warm readers without waiting when connections are refused, also at each window's start", async () => {
     h.clock.set(Math.ceil(h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
     // Warm: held in memory, one call of the count meter spent (the next is an admission).
     for (const key of keys) for (const reader of readers) expect((await decide(key, reader)).status).toBe(200);
+    // The baseline: the same bursts with Postgres up, within a window (what the machine allows).
+    const up: number[] = [];
+    for (let w = 0; w < 2; w++) {
+      for (const key of keys) {
+        for (const answer of await Promise.all(readers.map((reader) => decide(key, reader)))) up.push(answer.ms);
+      }
+    }
+    calm = p99(up);
+    h.clock.set(Math.ceil(h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
     await proxy.set("cut");
     const warm: number[] = [];
     for (let w = 0; w < 5; w++) {
@@ -79,7 +97,7 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
       }
     }
     expect(warm.length).toBe(5 * keys.length * readers.length);
-    expect(p99(warm)).toBeLessThan(WARM_P99_MS);
+    expect(p99(warm)).toBeLessThan(bound());
     // Readers the store must be read for: 503 at once, far under the deadline.
     for (let i = 0; i < 5; i++) {
       const cold = await decide(keys[0] as string, `cold-cut-${i}`);
@@ -111,10 +129,13 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
         warm.push(answer.ms);
       }
     }
-    expect(p99(warm)).toBeLessThan(WARM_P99_MS);
+    expect(p99(warm)).toBeLessThan(bound());
   }, 60_000);
 
   it("counts again through Postgres once it answers", async () => {
+    // The connections the hang swallowed are dropped (as a server restart or a reset path does):
+    // one that stays open and silent holds its statements until TCP gives up (known-limits.md).
+    await proxy.set("cut");
     await proxy.set("forward");
     await waitUntil(() => database.gate?.down === false);
     h.clock.advance(DECIDE_WINDOW_MS);
