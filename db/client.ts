@@ -13,6 +13,7 @@ import { type DataFolderLock, lockDataFolder } from "./data-folder-lock";
 import { PGliteThread } from "./pglite-thread";
 import { privateFolder, privateTree } from "./private-files";
 import * as schema from "./schema";
+import { gatedClient, StoreGate } from "./store-gate";
 
 /** The drizzle database both drivers give us: store code is written against this type only. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -30,6 +31,8 @@ export interface Database {
   /** Observes every statement from now on (set once, by the composition root when tracing is on). */
   observeStatements(hook: StatementHook): void;
   readonly kind: "embedded" | "server";
+  /** A server's fail-fast gate (`store-gate.ts`): closed while it is unreachable; null embedded. */
+  readonly gate: StoreGate | null;
   /** Calls `onNotify` for each NOTIFY on the channel (server only; embedded returns null). */
   listen(channel: string, onNotify: () => void): Promise<{ unlisten: () => Promise<void> } | null>;
   /** The embedded store's data folder as PGlite's gzipped tarball (consistent); null on a server (pg_dump). */
@@ -51,16 +54,39 @@ export async function openDatabase(options: {
   migrationsFolder?: string;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
   onProgress?: (message: string, fields: Record<string, unknown>) => void;
+  /**
+   * A server answering nothing this long while queries wait (and no `select 1` either) is taken
+   * as hung: queries fail at once until it answers (`StoreGate`). The read deadline by default.
+   */
+  hangMs?: number;
 }): Promise<Database> {
   const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   const progress = options.onProgress ?? (() => {});
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
-    const db = drizzlePostgres({ client, schema, casing: "snake_case" });
+    // The gate's probe has a connection of its own (opened only while probing, closed when idle):
+    // it asks whether the server answers, not whether the pool has a free connection.
+    const url = options.url;
+    const probeClient = () =>
+      postgres(url, { max: 1, idle_timeout: 5, fetch_types: false, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
+    let probe = probeClient();
+    const gate = new StoreGate(
+      {
+        ask: () => probe.unsafe("select 1"),
+        abandon: () => {
+          void probe.end({ timeout: 0 }).catch(() => {});
+          probe = probeClient();
+        },
+      },
+      options.hangMs ?? HANG_MS,
+    );
+    const db = drizzlePostgres({ client: gatedClient(client, gate), schema, casing: "snake_case" });
     try {
       await announceMigrations(db as unknown as Db, migrationsFolder, progress);
       await migratePostgres(db, { migrationsFolder });
     } catch (error) {
+      gate.stop();
+      await probe.end({ timeout: 0 });
       await client.end({ timeout: 0 });
       throw error;
     }
@@ -73,12 +99,16 @@ export async function openDatabase(options: {
       db: db as unknown as Db,
       kind: "server",
       observeStatements: (hook) => observePostgresJs(client, hook),
+      gate,
       async listen(channel, onNotify) {
         const sub = await client.listen(channel, () => onNotify());
         return { unlisten: () => sub.unlisten() };
       },
       dump: async () => null,
-      close: () => client.end({ timeout: 5 }),
+      close: () => {
+        gate.stop();
+        return Promise.all([probe.end({ timeout: 0 }), client.end({ timeout: 5 })]).then(() => {});
+      },
     };
   }
   const dir = options.dataDir ?? ":memory:";
@@ -120,6 +150,7 @@ export async function openDatabase(options: {
     db: db as unknown as Db,
     kind: "embedded",
     observeStatements: (hook) => observePglite(client, hook),
+    gate: null,
     listen: async () => null,
     dump: () => client.dump(),
     async close() {
@@ -226,12 +257,15 @@ function observePglite(client: PGliteThread, hook: StatementHook): void {
  * the pool): a query queued on such a connection waited that long during an outage, and kept
  * waiting after Postgres was back. Here the wait doubles from 50 ms to at most 2 s; a connection
  * attempt that gets no answer (a hung server) gives up after 5 s instead of 30. Requests do not
- * wait for either: their reads have a deadline of their own (SVC_READ_DEADLINE_MS).
+ * wait for either: while a server is unreachable, queries fail at once (`StoreGate`).
  */
 const SERVER_CONNECTION_SETTINGS = {
   backoff: (errors: number) => Math.min(0.05 * 2 ** errors, 2),
   connect_timeout: 5,
 };
+
+/** `openDatabase`'s `hangMs` when not given: the default read deadline (SVC_READ_DEADLINE_MS). */
+const HANG_MS = 1_000;
 
 /**
  * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres

@@ -32,6 +32,8 @@ export interface RetryOptions {
   readonly migrationsFolder?: string;
   /** Told what a slow step of the open is about to do (migrating). */
   readonly onProgress?: (message: string, fields: Record<string, unknown>) => void;
+  /** How long an unanswering server is waited for before queries fail at once (`StoreGate`). */
+  readonly hangMs?: number;
 }
 
 const FIRST_WAIT_MS = 500;
@@ -50,7 +52,12 @@ export async function openDatabaseRetrying(url: string, options: RetryOptions): 
   let warned = false;
   for (;;) {
     try {
-      return await openDatabase({ url, migrationsFolder: options.migrationsFolder, onProgress: options.onProgress });
+      return await openDatabase({
+        url,
+        migrationsFolder: options.migrationsFolder,
+        onProgress: options.onProgress,
+        hangMs: options.hangMs,
+      });
     } catch (error) {
       const code = connectionErrorCode(error);
       if (code === null) throw error;

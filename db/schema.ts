@@ -363,6 +363,23 @@ export const rateLeases = pgTable(
   (t) => [primaryKey({ columns: [t.keyId, t.windowStart] })],
 );
 
+/**
+ * The interventions stream's per-key cap across processes (src/interventions/stream-slots.ts):
+ * how many streams of a key each process (`holder`, a random id per start) holds open. A process
+ * renews its rows at every heartbeat; a row not renewed for three heartbeats (a process gone) no
+ * longer counts and is deleted.
+ */
+export const streamSlots = pgTable(
+  "stream_slots",
+  {
+    keyId: text().notNull(),
+    holder: text().notNull(),
+    opened: integer().notNull(),
+    seenAt: timestamp({ withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.holder] })],
+);
+
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),

@@ -26,6 +26,7 @@ import { type OutsideCalls, Tracing, UNTRACED } from "./infra/tracing";
 import { DrizzleInsightStore } from "./insight/drizzle-store";
 import type { InsightDeps } from "./insight/service";
 import { InterventionHub } from "./interventions/hub";
+import { DrizzleStreamSlots } from "./interventions/stream-slots";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
@@ -57,7 +58,7 @@ import { UserStore } from "./users/store";
 const KEYED_DECIDE_LIMIT = 2_000;
 /** Browser decide and forward: 200 requests per 10 seconds per client per site. */
 export const BROWSER_LIMIT = 200;
-const DECIDE_WINDOW_MS = 10_000;
+export const DECIDE_WINDOW_MS = 10_000;
 /** Keyed recommendations: one answer per key, site and full URL for 15 minutes. */
 const RECOMMENDATION_CACHE_MS = 15 * 60_000;
 
@@ -89,8 +90,9 @@ export interface Deps {
   readonly decisions: DecisionEngine;
   /** Keyed decide's windows: per process on the embedded store, quota leases on a server. */
   readonly keyedDecideRate: KeyedRate;
-  readonly browserDecideRate: RateWindows;
-  readonly forwardRate: RateWindows;
+  /** Browser decide's and forward's windows per client and site: likewise. */
+  readonly browserDecideRate: KeyedRate;
+  readonly forwardRate: KeyedRate;
   readonly outbox: Outbox;
   /** Every mail sent on a caller's behalf is taken from it, in the transaction that writes it. */
   readonly mailBudget: MailBudget;
@@ -161,6 +163,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     (await openDatabase({
       url: config.databaseUrl,
       dataDir: config.dataDir,
+      hangMs: config.readDeadlineMs,
       onProgress: (message, fields) => logger.info(message, fields),
     }));
   // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.
@@ -177,7 +180,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     maxEntries: config.meterEntries,
     exclusiveWriter: database.kind === "embedded",
     // Other processes (workers, hosts) may serve the same readers on a Postgres server.
-    exactSeen: database.kind === "server",
+    exact: database.kind === "server",
     now,
   });
   const insight = new DrizzleInsightStore(database.db);
@@ -197,6 +200,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resumeMs: 5 * 60_000,
     resumeEvents: 1000,
     now,
+    // Renewed at every heartbeat: a process gone for three no longer holds its slots.
+    slots: database.kind === "server" ? new DrizzleStreamSlots(database.db, 3 * config.sseHeartbeatMs) : null,
   });
   // What each topic of the change feed does in this process. Capabilities built after the feed
   // (the key service publishes to it) add their handler once they exist.
@@ -313,6 +318,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
+  const leaseStore = new DrizzleLeaseStore(database.db);
+  const windows = (limit: number): KeyedRate =>
+    database.kind === "server"
+      ? new QuotaLeases(limit, DECIDE_WINDOW_MS, leaseStore, logger, config.readDeadlineMs, { now })
+      : new RateWindows(limit, DECIDE_WINDOW_MS);
   const built = {
     newsletters,
     interventions,
@@ -377,20 +387,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       }),
     ),
     // The embedded store has one process: its windows are exact in memory. On a server, several
-    // processes and hosts may serve one key, so each leases its share of the window from Postgres.
-    keyedDecideRate:
-      database.kind === "server"
-        ? new QuotaLeases(
-            KEYED_DECIDE_LIMIT,
-            DECIDE_WINDOW_MS,
-            new DrizzleLeaseStore(database.db),
-            logger,
-            config.readDeadlineMs,
-            { now },
-          )
-        : new RateWindows(KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
-    browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
-    forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
+    // processes and hosts may serve one key (or client), so each leases its share of the window
+    // from Postgres. Their lease keys never meet: a key id, or a route's name and the client.
+    keyedDecideRate: windows(KEYED_DECIDE_LIMIT),
+    browserDecideRate: windows(BROWSER_LIMIT),
+    forwardRate: windows(BROWSER_LIMIT),
   };
   return { ...built, credentials: credentialsPlugin(built) };
 }
@@ -414,7 +415,9 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.lifecycle.started = false;
   deps.interventions.closeAll();
   deps.flusher.stop();
-  if (deps.keyedDecideRate instanceof QuotaLeases) await deps.keyedDecideRate.stop();
+  for (const rate of [deps.keyedDecideRate, deps.browserDecideRate, deps.forwardRate]) {
+    if (rate instanceof QuotaLeases) await rate.stop();
+  }
   await deps.outbox.stop();
   deps.retention.stop();
   await deps.jobs.stop();

@@ -120,6 +120,7 @@ async function openServerDatabase(config: Config, logger: Logger): Promise<Datab
   try {
     return await openDatabaseRetrying(url, {
       retryMs: config.startRetryMs,
+      hangMs: config.readDeadlineMs,
       onWaiting: (masked) =>
         logger.warn(`waiting for Postgres at DATABASE_URL ${masked}`, { retryMs: config.startRetryMs }),
       onProgress: (message, fields) => logger.info(message, fields),

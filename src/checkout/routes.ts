@@ -54,7 +54,7 @@ export function checkoutRoutes(deps: CheckoutRouteDeps & JsonApiDeps) {
         const now = deps.now();
         Object.assign(
           set.headers,
-          takeRate(
+          await takeRate(
             rate,
             "checkout",
             `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,

@@ -67,13 +67,24 @@ export class MemoryMeterStore implements MeterStore {
   async admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
     this.check();
     const key = meterKey(name.tenant, name.site, name.meter, subject, name.period);
+    const keyId = await this.keyId(name);
     const items = this.seen.get(key) ?? new Set<string>();
     const before = items.size;
-    if (items.has(item)) return { outcome: "member", before };
-    if (before >= allowance) return { outcome: "full", before };
+    if (items.has(item)) return { outcome: "member", before, keyId };
+    if (before >= allowance) return { outcome: "full", before, keyId };
     items.add(item);
     this.seen.set(key, items);
-    return { outcome: "added", before };
+    return { outcome: "added", before, keyId };
+  }
+
+  async admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
+    this.check();
+    const key = meterKey(name.tenant, name.site, name.meter, subject, name.period);
+    const keyId = await this.keyId(name);
+    const before = this.counts.get(key) ?? 0;
+    if (before >= allowance) return { outcome: "full", before: allowance, keyId };
+    this.counts.set(key, before + 1);
+    return { outcome: "added", before, keyId };
   }
 
   private check(): void {

@@ -41,8 +41,11 @@ const RETIRE_AFTER_MS = 60_000;
 export class MeterCounters implements Flushable {
   readonly name = "meters";
   readonly store: MeterStore;
-  /** Seen meters admit new members through the store (several processes on one Postgres). */
-  readonly exactSeen: boolean;
+  /**
+   * Meters admit through the store (several processes on one Postgres): a seen meter's new
+   * members, and a count meter's calls below the allowance.
+   */
+  readonly exact: boolean;
   private readonly tables = new Map<string, MeterTable>();
   /** Per (tenant, site): the subjects its tables share. */
   private readonly sites = new Map<string, SiteSubjects>();
@@ -83,16 +86,17 @@ export class MeterCounters implements Flushable {
       maxArticleIds?: number;
       /**
        * Other processes may count the same readers (a Postgres server): a seen meter's new member
-       * is admitted by the store (`admitSeen`) before decide answers with it.
+       * (`admitSeen`) and a count meter's call below its allowance (`admitCount`) are admitted
+       * by the store before decide answers with them.
        */
-      exactSeen?: boolean;
+      exact?: boolean;
       /** Clock for retiring past periods (ms); tests pass their own. */
       now?: () => number;
       retireAfterMs?: number;
     } = {},
   ) {
     this.store = "storedKeys" in source ? source : new DrizzleMeterStore(source);
-    this.exactSeen = options.exactSeen ?? false;
+    this.exact = options.exact ?? false;
     this.maxEntries = options.maxEntries ?? 4_000_000;
     this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;
     this.present = options.exclusiveWriter ? new AbsenceFilter(Math.max(this.maxEntries, 1_000_000)) : null;
@@ -161,6 +165,11 @@ export class MeterCounters implements Flushable {
   /** @internal */
   admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
     return this.store.admitSeen(name, subject, item, allowance);
+  }
+
+  /** @internal */
+  admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
+    return this.store.admitCount(name, subject, allowance);
   }
 
   /** @internal */

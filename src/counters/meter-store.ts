@@ -8,6 +8,8 @@ export interface MeterName {
   readonly site: string;
   readonly meter: string;
   readonly period: string;
+  /** The key id when already known (a table that flushed or admitted before): skips finding it. */
+  readonly keyId?: number | null;
 }
 
 /** One meter's rows in a write: count deltas by subject, or seen members (a row each). */
@@ -45,11 +47,20 @@ export interface MeterStore {
    * `full` (`before` members, the allowance reached, nothing added).
    */
   admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission>;
+  /**
+   * Adds one to a count meter's stored count only while it is below `allowance`, atomically
+   * across every process on the store (one statement once the key id is known). Answers `added`
+   * (the count before it was `before`) or `full` (nothing added; `before` is the allowance, a
+   * lower bound of the stored count).
+   */
+  admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission>;
 }
 
+/** What the store answered an admission, and the meter's key id (kept by the table). */
 export interface SeenAdmission {
   readonly outcome: "added" | "member" | "full";
   readonly before: number;
+  readonly keyId: number;
 }
 
 /**
@@ -177,7 +188,7 @@ export class DrizzleMeterStore implements MeterStore {
 
   admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
     return this.db.transaction(async (tx) => {
-      const keyId = await keyIdOf(tx, name);
+      const keyId = name.keyId ?? (await keyIdOf(tx, name));
       // The lock makes the next statement's snapshot see every member committed before it: two
       // processes admitting to one reader at once take turns (a plain conditional insert would
       // let both count the same members and both add one).
@@ -193,8 +204,29 @@ export class DrizzleMeterStore implements MeterStore {
       );
       const row = rows[0];
       const before = Number(row?.before ?? 0);
-      if (row?.member) return { outcome: "member", before };
-      return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before };
+      if (row?.member) return { outcome: "member", before, keyId };
+      return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before, keyId };
+    });
+  }
+
+  async admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
+    // ON CONFLICT's WHERE reads the row under its lock, as committed by any concurrent admission:
+    // the count never passes the allowance through admissions, however many processes admit.
+    const statement = (keyId: number) => sql`insert into meter_counts as c (meter_id, subject, count)
+      select ${keyId}::int, ${subject}, 1 where ${allowance}::int > 0
+      on conflict (meter_id, subject) do update set count = c.count + 1 where c.count < ${allowance}::int
+      returning c.count`;
+    const outcome = (result: unknown, keyId: number): SeenAdmission => {
+      const after = rowsOf<{ count: number | string }>(result)[0]?.count;
+      return after === undefined
+        ? { outcome: "full", before: allowance, keyId }
+        : { outcome: "added", before: Number(after) - 1, keyId };
+    };
+    const known = name.keyId ?? null;
+    if (known !== null) return outcome(await this.db.execute(statement(known)), known);
+    return this.db.transaction(async (tx) => {
+      const keyId = await keyIdOf(tx, name);
+      return outcome(await tx.execute(statement(keyId)), keyId);
     });
   }
 

@@ -13,9 +13,10 @@ export interface TableOwner {
   loadEntry(key: string): Promise<Loaded> | Loaded;
   /** The stored row of a key read now, past the batching and the absence filter. */
   readNow(key: string): Promise<Loaded>;
-  /** Whether new seen members are admitted by the store (`MeterCounters.exactSeen`). */
-  readonly exactSeen: boolean;
+  /** Whether meters admit through the store (`MeterCounters.exact`). */
+  readonly exact: boolean;
   admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission>;
+  admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission>;
   installed(): void;
   evicted(): void;
   deferred(applied: Promise<void>): void;
@@ -95,8 +96,11 @@ export class MeterTable implements SlotHolder {
    * found by `MeterCounters.table`; whoever still holds it must ask for the table again.
    */
   detached = false;
-  /** New members of this seen meter are admitted by the store first (other processes count too). */
-  readonly exactSeen: boolean;
+  /**
+   * A seen meter's new members, and a count meter's calls below the allowance, are admitted by
+   * the store first (other processes count too).
+   */
+  readonly exact: boolean;
 
   constructor(
     private readonly owner: TableOwner,
@@ -107,12 +111,20 @@ export class MeterTable implements SlotHolder {
     readonly period: string,
     readonly seenKind: boolean,
   ) {
-    this.exactSeen = seenKind && owner.exactSeen;
+    this.exact = owner.exact;
   }
 
-  /** Admits `item` to the subject's stored members while under `allowance` (`MeterStore.admitSeen`). */
-  admit(subject: string, item: string, allowance: number): Promise<SeenAdmission> {
-    return this.owner.admitSeen(this, subject, item, allowance);
+  /**
+   * Admits through the store while under `allowance`: `item` to a seen meter's stored members
+   * (`MeterStore.admitSeen`), or one call to a count meter's stored count (`admitCount`; `item`
+   * unused). The table keeps the key id the store answers, so later admissions skip finding it.
+   */
+  async admit(subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    const admission = this.seenKind
+      ? await this.owner.admitSeen(this, subject, item, allowance)
+      : await this.owner.admitCount(this, subject, allowance);
+    this.keyId = admission.keyId;
+    return admission;
   }
 
   /** Subjects held. */
@@ -209,10 +221,15 @@ export class MeterTable implements SlotHolder {
   }
 
   /**
-   * A member the store has just admitted (`MeterStore.admitSeen`), for a slot from `find`: held
-   * as durable, so the flush does not write it again (unless members before it are unwritten).
+   * What the store has just admitted (`admit`), for a slot from `find`, held as durable so the
+   * flush does not write it again: a seen meter's member (written again only if members before
+   * it are unwritten), or a count meter's call (the count, at least `before` + 1 as stored).
    */
-  admittedAt(slot: number, articleId: string): void {
+  admittedAt(slot: number, articleId: string, before: number): void {
+    if (!this.seenKind) {
+      this.counts[slot] = Math.max((this.counts[slot] as number) + 1, before + 1);
+      return;
+    }
     const value = this.membersAt(slot);
     if (holds(value, articleId)) return;
     const durable = (this.pending[slot] as number) === countOf(value);
@@ -224,9 +241,17 @@ export class MeterTable implements SlotHolder {
   }
 
   /**
-   * Reads a seen meter's stored members for a subject again (another process admitted some):
-   * the held value becomes the stored members, unless members of this process are still to be
-   * written (then it stays as it is). Installs the value when it is not held.
+   * The store refused a count meter's call (its allowance is reached, `admit`), for a slot from
+   * `find`: the held count is at least the allowance from now on.
+   */
+  fullAt(slot: number, allowance: number): void {
+    if (!this.seenKind) this.counts[slot] = Math.max(this.counts[slot] as number, allowance);
+  }
+
+  /**
+   * Reads a subject's stored value again (another process admitted some): the held value
+   * becomes the stored one, unless this process still has ticks of it to write (then it stays
+   * as it is). Installs the value when it is not held.
    */
   async refresh(subject: string): Promise<void> {
     const loaded = await this.owner.readNow(meterKey(this.tenant, this.site, this.meter, subject, this.period));
@@ -236,8 +261,12 @@ export class MeterTable implements SlotHolder {
       this.store(this.subjects.slotFor(subject), this.fromLoaded(loaded));
       return;
     }
-    // A slot with members not yet written (or in flight) keeps its value: the flush owns it.
-    if (!this.seenKind || ((this.state[slot] as number) & UNFLUSHED) !== 0) return;
+    // A slot with ticks not yet written (or in flight) keeps its value: the flush owns it.
+    if (((this.state[slot] as number) & UNFLUSHED) !== 0) return;
+    if (!this.seenKind) {
+      this.counts[slot] = Math.max(this.counts[slot] as number, loaded.count);
+      return;
+    }
     const stored = loaded.items ?? [];
     this.dropMembers(slot);
     if (stored.length > 0) this.putMembers(slot, stored.length === 1 ? (stored[0] as string) : stored);

@@ -1,7 +1,6 @@
 import { AppError } from "../infra/errors";
 import type { KeyedRate } from "./quota-leases";
 import { type RatePolicy, rateLimitFields } from "./rate-limit-fields";
-import type { RateWindows } from "./rate-windows";
 
 /** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
 export function takeKeyedRate(rate: KeyedRate, key: string, nowMs: number): void | Promise<void> {
@@ -28,11 +27,28 @@ export async function takeKeyedRateFields(
 }
 
 /**
- * A per-process window: a 429 with Retry-After once it is spent. Either way, the draft's
- * `RateLimit` and `RateLimit-Policy` fields, which the route adds to its answer.
+ * A window (`RateWindows` per process, or `QuotaLeases` across processes): a 429 with
+ * Retry-After once it is spent. Either way, the draft's `RateLimit` and `RateLimit-Policy`
+ * fields, which the route adds to its answer. Synchronous unless a lease claims.
  */
-export function takeRate(windows: RateWindows, name: string, key: string, nowMs: number): Record<string, string> {
+export function takeRate(
+  windows: KeyedRate,
+  name: string,
+  key: string,
+  nowMs: number,
+): Record<string, string> | Promise<Record<string, string>> {
   const retryAfter = windows.take(key, nowMs);
+  if (typeof retryAfter !== "number") return retryAfter.then((r) => fieldsAfter(windows, name, key, nowMs, r));
+  return fieldsAfter(windows, name, key, nowMs, retryAfter);
+}
+
+function fieldsAfter(
+  windows: KeyedRate,
+  name: string,
+  key: string,
+  nowMs: number,
+  retryAfter: number,
+): Record<string, string> {
   const fields = rateLimitFields(
     { name, limit: windows.limit, windowMs: windows.windowMs },
     windows.remaining(key, nowMs),

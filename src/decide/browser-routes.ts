@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { GrantFacts } from "../core/types";
-import type { RateWindows } from "../counters/rate-windows";
+import type { KeyedRate } from "../counters/quota-leases";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors, corsPolicy } from "../http/cors";
@@ -18,8 +18,8 @@ import { DecideBody } from "./model";
 /** What the browser mounts of decide need of the process (a narrow view of the app's deps). */
 export type BrowserDecideDeps = Parameters<typeof credentials>[0] & {
   readonly now: () => number;
-  readonly browserDecideRate: RateWindows;
-  readonly forwardRate: RateWindows;
+  readonly browserDecideRate: KeyedRate;
+  readonly forwardRate: KeyedRate;
   readonly decisions: DecisionEngine;
   readonly impact: DecisionSampler;
   /** Who is calling, for the per-client windows (behind the trusted proxies or not). */
@@ -80,10 +80,10 @@ export function browserDecideRoutes(deps: BrowserDecideDeps & JsonApiDeps) {
         // Explain shows meter values and rules: for the publisher's servers, not for readers.
         if (body.explain !== undefined) throw badRequest("explain is answered on the keyed /v1/decide only.");
         const now = deps.now();
-        const rateFields = takeRate(
+        const rateFields = await takeRate(
           deps.browserDecideRate,
           "browser-decide",
-          `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
+          `browser-decide\u0001${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
           now,
         );
         Object.assign(set.headers, rateFields);
@@ -141,10 +141,10 @@ export function forwardRoutes(deps: BrowserDecideDeps & JsonApiDeps, prefix: Mou
         if (feature?.purpose !== "journey" || !feature.answerable) {
           throw new AppError("not_found", "Unknown journey feature.");
         }
-        const rateFields = takeRate(
+        const rateFields = await takeRate(
           deps.forwardRate,
           "forward",
-          `${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
+          `forward\u0001${site.tenantId}\u0001${site.id}\u0001${deps.clients.addressOf(server, request)}`,
           now,
         );
         const who = await browserIdentityOf(site.tenantId, now);

@@ -19,14 +19,14 @@ export const EMPTY_OBJECT: Readonly<Record<string, never>> = Object.freeze({});
 export const READ_ROUNDS = 3;
 
 /**
- * In place of the admission rounds left: the store never admits (`MeterCounters.exactSeen` is
+ * In place of the admission rounds left: the store never admits (`MeterCounters.exact` is
  * false: the embedded store, one process), so a ticking request skips the admission check.
  */
 export const NO_ADMISSIONS = -1;
 
 /**
- * How many times a request evaluates again after the store refused a seen meter's new member
- * (another process filled the reader's allowance meanwhile) before it answers 503.
+ * How many times a request evaluates again after the store refused a meter's admission (another
+ * process filled the reader's allowance meanwhile) before it answers 503.
  */
 export const ADMISSION_ROUNDS = 2;
 
@@ -79,7 +79,7 @@ export function gatherFacts(deps: DecideDeps, req: DecideRequest, effects: Effec
     held: null,
     found: null,
     readRounds: READ_ROUNDS - 1,
-    admissionRounds: deps.meters.exactSeen ? ADMISSION_ROUNDS : NO_ADMISSIONS,
+    admissionRounds: deps.meters.exact ? ADMISSION_ROUNDS : NO_ADMISSIONS,
   };
   // A document whose features read no newsletter fact pays one property read, nothing more.
   if (req.document.newsletterFeatures !== null && readsNewsletters(req.document, req.input.features)) {

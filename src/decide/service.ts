@@ -103,7 +103,7 @@ function applyEffects(
   }
   if (
     g.admissionRounds !== NO_ADMISSIONS &&
-    articleId !== null &&
+    result.ticks.length > 0 &&
     (effects === true || (effects !== false && effects.ticking === true))
   ) {
     const admissions = admissionsOf(result.ticks, held, found, articleId);
@@ -116,7 +116,8 @@ function applyEffects(
 }
 
 /**
- * A seen meter's new member is admitted by the store first; when the store refuses it (another
+ * A seen meter's new member, or a count meter's call below the allowance, is admitted by the
+ * store first (server store only); when the store refuses it (another
  * process filled the reader's allowance meanwhile), the members are read again and the batch
  * evaluated again (no tick applied from this evaluation), at most ADMISSION_ROUNDS times.
  */
@@ -125,7 +126,7 @@ async function admitThenTick(
   snapshot: FactSnapshot,
   result: BatchResult,
   admissions: readonly number[],
-  articleId: string,
+  articleId: string | null,
 ): Promise<BatchResult> {
   if (await admitMembers(g, result.ticks, admissions, articleId)) {
     if (g.effects !== true) (g.effects as Observer)(snapshot, result, () => {});

@@ -2,7 +2,7 @@ import type { CompiledSite } from "../core/compile";
 import { parseDuration } from "../core/document-schema";
 import type { ContentDescriptor } from "../core/types";
 import type { MeterCounters, MeterTable } from "../counters/meter-counters";
-import { withinDeadline } from "../infra/deadline";
+import { storeUnavailableOf, withinDeadline } from "../infra/deadline";
 import type { SiteState } from "../sites/registry";
 import { type GiftStore, REDEMPTION_METER, REDEMPTION_PERIOD } from "./store";
 import { contentHashOf, type GiftClaims, type GiftTokens } from "./token";
@@ -87,35 +87,61 @@ export class GiftLedger {
     if (articleId === null || contentHashOf(articleId) !== claims.contentHash) return null;
     const table = this.redemptionTable(req.site);
     const at = table.find(claims.giftId);
-    if (at >= 0) return redeem(table, at, claims, articleId, policy.redemptionsPerLink, req, this.onRedeemed);
+    if (at >= 0) return this.redeem(table, at, claims, articleId, policy.redemptionsPerLink, req);
     return withinDeadline(table.load(claims.giftId), this.readDeadlineMs).then(() => {
       const found = table.find(claims.giftId);
       // Evicted again meanwhile (only at the counters' cap): read as no gift, never over the cap.
-      return found < 0
-        ? null
-        : redeem(table, found, claims, articleId, policy.redemptionsPerLink, req, this.onRedeemed);
+      return found < 0 ? null : this.redeem(table, found, claims, articleId, policy.redemptionsPerLink, req);
     });
   }
-}
 
-function redeem(
-  table: MeterTable,
-  at: number,
-  claims: GiftClaims,
-  articleId: string,
-  cap: number,
-  req: GiftRequest,
-  onRedeemed: ((site: SiteState, giftId: string) => void) | null,
-): GiftFacts | null {
-  const subject = req.subject as string;
-  if (!table.holdsAt(at, subject)) {
+  /**
+   * The link's facts for its reader, counting a new reader (decide). Where other processes count
+   * too (`MeterTable.exact`: a Postgres server), a new reader is admitted by the store first
+   * (`admit`, serialised per link across processes), so a link never lets in more readers than
+   * its cap however many processes serve it; on one process it is counted in memory and written
+   * behind. Should the store be unreachable or late, the reader is counted by this process alone.
+   */
+  private redeem(
+    table: MeterTable,
+    at: number,
+    claims: GiftClaims,
+    articleId: string,
+    cap: number,
+    req: GiftRequest,
+  ): GiftFacts | null | Promise<GiftFacts | null> {
+    const subject = req.subject as string;
+    const facts = Object.freeze({ valid: true as const, contentId: articleId, gifter: claims.gifterId });
+    if (table.holdsAt(at, subject)) return facts;
     if (table.countAt(at) >= cap) return null;
-    if (req.effects) {
+    if (!req.effects) return facts;
+    if (!table.exact) {
       table.tickSeenAt(at, subject);
-      onRedeemed?.(req.site, claims.giftId);
+      this.onRedeemed?.(req.site, claims.giftId);
+      return facts;
     }
+    return withinDeadline(table.admit(claims.giftId, subject, cap), this.readDeadlineMs).then(
+      (admission) => {
+        const found = table.find(claims.giftId);
+        if (admission.outcome === "full") {
+          // Other processes filled the link: read its readers again for the next request.
+          table.refresh(claims.giftId).catch(() => {});
+          return null;
+        }
+        if (found >= 0) table.admittedAt(found, subject, admission.before);
+        if (admission.outcome === "added") this.onRedeemed?.(req.site, claims.giftId);
+        return facts;
+      },
+      (error: unknown) => {
+        if (storeUnavailableOf(error) === null) throw error;
+        const found = table.find(claims.giftId);
+        if (found < 0) return null;
+        table.tickSeenAt(found, subject);
+        this.onRedeemed?.(req.site, claims.giftId);
+        return facts;
+      },
+    );
   }
-  return Object.freeze({ valid: true, contentId: articleId, gifter: claims.gifterId });
 }
 
 /** Milliseconds a policy's `lifetime` lasts. */

@@ -1,5 +1,6 @@
 import type { Change } from "../changes/change-feed";
 import type { SiteRegistry, SiteState } from "../sites/registry";
+import type { StreamSlots } from "./stream-slots";
 
 /**
  * What may have changed a decision (docs/interventions.md). An event says what changed, never
@@ -41,6 +42,11 @@ export interface HubOptions {
   readonly resumeMs: number;
   readonly resumeEvents: number;
   readonly now: () => number;
+  /**
+   * The cap across processes (a Postgres server): each open takes a slot of the key's cap from
+   * Postgres, renewed at every heartbeat. Null: per process (the embedded store, one process).
+   */
+  readonly slots?: StreamSlots | null;
 }
 
 const SEP = "\u0001";
@@ -66,6 +72,8 @@ export class InterventionHub {
   private readonly periods = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | null = null;
   private open = 0;
+  /** Opens of a key waiting for their slot (`admit`): counted with the key's streams. */
+  private readonly opening = new Map<string, number>();
 
   constructor(
     private readonly registry: SiteRegistry,
@@ -75,6 +83,36 @@ export class InterventionHub {
   /** Open streams of a key (for its cap). */
   streamsOf(keyId: string): number {
     return this.byKey.get(keyId) ?? 0;
+  }
+
+  /**
+   * Whether one more stream of the key may open: under the cap in this process and, with slots
+   * (a Postgres server), for every process together. Should Postgres be unreachable, the cap
+   * holds per process (the store fails at once, `StoreGate`). The caller adds the stream next.
+   */
+  admit(keyId: string): boolean | Promise<boolean> {
+    const cap = this.options.streamsPerKey;
+    const pending = this.opening.get(keyId) ?? 0;
+    const mine = this.streamsOf(keyId) + pending;
+    if (mine >= cap) return false;
+    const slots = this.options.slots;
+    if (slots === undefined || slots === null) return true;
+    this.opening.set(keyId, pending + 1);
+    const done = () => {
+      const left = (this.opening.get(keyId) ?? 1) - 1;
+      if (left <= 0) this.opening.delete(keyId);
+      else this.opening.set(keyId, left);
+    };
+    return slots.open(keyId, cap, mine).then(
+      (taken) => {
+        done();
+        return taken;
+      },
+      () => {
+        done();
+        return true;
+      },
+    );
   }
 
   /**
@@ -119,6 +157,10 @@ export class InterventionHub {
     const left = this.streamsOf(listener.keyId) - 1;
     if (left <= 0) this.byKey.delete(listener.keyId);
     else this.byKey.set(listener.keyId, left);
+    // A failed give-back is corrected at the next heartbeat's renewal.
+    this.options.slots
+      ?.close(listener.keyId, Math.max(0, left) + (this.opening.get(listener.keyId) ?? 0))
+      .catch(() => {});
     this.listenedAt.set(site, this.options.now());
     this.open--;
     if (this.open === 0 && this.timer !== null) {
@@ -239,9 +281,14 @@ export class InterventionHub {
     }
   }
 
-  /** Heartbeats, then the meter periods that rolled over since the last tick. */
+  /** Heartbeats (and this process' slots renewed), then the meter periods that rolled over since the last tick. */
   tick(): void {
     const now = this.options.now();
+    if (this.options.slots) {
+      const held = new Map(this.byKey);
+      for (const [key, n] of this.opening) held.set(key, (held.get(key) ?? 0) + n);
+      this.options.slots.renew(held).catch(() => {});
+    }
     const heartbeat = `: heartbeat ${now}\n\n`;
     for (const [site, set] of this.listeners) {
       for (const l of set) l.send(heartbeat);

@@ -23,7 +23,8 @@ export type InterventionRouteDeps = CredentialDeps;
 /**
  * GET /v1/decide/interventions (docs/interventions.md): server-sent events telling a publisher's
  * server that decisions for its subjects may have changed, so it decides again. An API key of the
- * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it).
+ * site; at most SVC_SSE_STREAMS_PER_KEY open streams per key (429 past it), for every process
+ * on one Postgres server together (`InterventionHub.admit`).
  */
 export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hub: InterventionHub) {
   return new Elysia({ prefix: "/v1/decide" })
@@ -32,9 +33,9 @@ export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hu
     .guard({ apiKey: { anySiteOfTenant: false } })
     .get(
       "/interventions",
-      ({ apiKey, site, query, request, server }) => {
+      async ({ apiKey, site, query, request, server }) => {
         const limit = hub.options.streamsPerKey;
-        if (hub.streamsOf(apiKey.id) >= limit) throw tooManyStreams(limit);
+        if (!(await hub.admit(apiKey.id))) throw tooManyStreams(limit);
         const subjects = query.subjects === undefined ? null : new Set(query.subjects.split(","));
         const lastEventId = request.headers.get("last-event-id");
         // Bun.serve closes a connection idle past its timeout; a stream is idle between heartbeats.

@@ -16,15 +16,21 @@ import { type Harness, seedSite, startHarness } from "../helpers/harness";
  */
 class CountingStore extends DrizzleMeterStore {
   admissions = 0;
+  countAdmissions = 0;
   refusing = false;
 
   override admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
     this.admissions += 1;
     return super.admitSeen(name, subject, item, this.refusing ? 0 : allowance);
   }
+
+  override admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
+    this.countAdmissions += 1;
+    return super.admitCount(name, subject, this.refusing ? 0 : allowance);
+  }
 }
 
-describe.each(storeKinds)("seen meters' admissions through the store (%s store)", (kind) => {
+describe.each(storeKinds)("meters' admissions through the store (%s store)", (kind) => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let h: Harness;
   let key: string;
@@ -46,6 +52,21 @@ describe.each(storeKinds)("seen meters' admissions through the store (%s store)"
       headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
       body: { features: ["paywall"], deviceId: reader, content: signedContent({ id: article, section: "news" }) },
     });
+  const teaser = async (reader: string) => {
+    const res = await h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+      body: { features: ["teaser"], deviceId: reader },
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()).decisions.teaser.outcome as string;
+  };
+  const storedCount = async (reader: string) => {
+    await h.deps.meters.flush();
+    const rows = rowsOf<{ count: number | string }>(
+      await db.db.execute(sql`select count from meter_counts where subject = ${reader}`),
+    );
+    return Number(rows[0]?.count ?? 0);
+  };
   const paywall = async (res: Response) => {
     expect(res.status).toBe(200);
     return (await res.json()).decisions.paywall as { outcome: string; meters?: { articles: { count: number } } };
@@ -99,4 +120,39 @@ describe.each(storeKinds)("seen meters' admissions through the store (%s store)"
     expect(after.meters?.articles.count).toBe(1);
     expect(await stored("reader-2")).toBe(2);
   });
+
+  it(
+    kind === "server"
+      ? "admits each call of a count meter below its allowance through the store, none past it"
+      : "never asks the store to admit a count meter's call",
+    async () => {
+      store.countAdmissions = 0;
+      expect([await teaser("caller-1"), await teaser("caller-1"), await teaser("caller-1")]).toEqual([
+        "on",
+        "on",
+        "off",
+      ]);
+      expect(store.countAdmissions).toBe(kind === "server" ? 2 : 0);
+      expect(await storedCount("caller-1")).toBe(2);
+    },
+  );
+
+  serverOnly(
+    "reads a count meter the store refuses as spent: the call is answered off, not 503, and ticks nothing",
+    async () => {
+      expect(await teaser("caller-2")).toBe("on");
+      store.countAdmissions = 0;
+      store.refusing = true;
+      let outcome: string;
+      try {
+        outcome = await teaser("caller-2");
+      } finally {
+        store.refusing = false;
+      }
+      expect(outcome).toBe("off");
+      // One refused admission, then the evaluation again reads the allowance spent: no second one.
+      expect(store.countAdmissions).toBe(1);
+      expect(await storedCount("caller-2")).toBe(1);
+    },
+  );
 });

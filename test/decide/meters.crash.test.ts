@@ -12,6 +12,9 @@ const FLUSH_MS = 100;
  * SIGKILL mid-load: the process gets no chance to flush. Every tick answered more than one
  * flush interval (plus the time a flush takes) before the kill must be durable.
  */
+/** Concurrent callers of the load. */
+const CALLERS = 4;
+
 describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
   it("loses at most one flush interval of ticks, and a restart reads the flushed value", async () => {
     const dataDir = tempDir();
@@ -69,7 +72,7 @@ describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
           }
         }
       };
-      const load = Promise.all([worker(), worker(), worker(), worker()]);
+      const load = Promise.all(Array.from({ length: CALLERS }, worker));
       await Bun.sleep(900);
       const killedAt = performance.now();
       await server.stop("SIGKILL");
@@ -82,8 +85,10 @@ describe.each(storeKinds)("meters after SIGKILL (%s store)", (kind) => {
       const answeredBeforeKill = answeredAt.filter((t) => t <= killedAt).length;
       const safelyOld = answeredAt.filter((t) => t <= killedAt - 2 * FLUSH_MS).length;
       expect(answeredBeforeKill).toBeGreaterThan(50);
-      // Never more than was answered, never less than what is older than a flush interval.
-      expect(durable).toBeLessThanOrEqual(answeredAt.length);
+      // Never more than was answered, or in flight when killed (on a server a call below the
+      // allowance is stored before its answer is sent: one whose answer the kill lost still
+      // counts, at most one a caller); never less than what is older than a flush interval.
+      expect(durable).toBeLessThanOrEqual(answeredAt.length + CALLERS);
       expect(durable).toBeGreaterThanOrEqual(safelyOld);
       await server.stop("SIGTERM");
     } finally {

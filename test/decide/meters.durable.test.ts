@@ -61,12 +61,21 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
     const db = await freshDatabase(kind);
     try {
       const h = await startHarness(db);
-      const { key } = await seedSite(h, "news", counterDocument());
+      // Ticked on every call, past an allowance of 1: on a server store the first call is admitted
+      // by Postgres (stored at once), the others are written behind, as every tick is on one process.
+      const doc = counterDocument();
+      doc.meters.hits.allowance = 1;
+      (doc.features.counter.rules[0] as { when: unknown }).when = {
+        meter: "hits",
+        remaining: { gte: -1_000_000_000 },
+      };
+      const { key } = await seedSite(h, "news", doc);
       const hit = () =>
         h.request("POST", "/v1/decide", {
           headers: { "x-svc-site-id": "news", "x-api-key": key },
           body: { features: ["counter"], deviceId: "reader-2" },
         });
+      await hit();
       await hit();
       await hit();
       // Break the table for one flush: the deltas must survive it.
@@ -80,7 +89,7 @@ describe.each(storeKinds)("meters are durable in Postgres (%s store)", (kind) =>
       const rows = rowsOf<{ count: number }>(
         await db.db.execute(sql`select count from meter_counts where subject = ${"reader-2"}`),
       );
-      expect(Number(rows[0]?.count)).toBe(3);
+      expect(Number(rows[0]?.count)).toBe(4);
       await h.stop();
     } finally {
       await db.drop();

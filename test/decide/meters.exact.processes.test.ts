@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { basicDocument } from "../fixtures/documents";
+import { giftDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
@@ -7,71 +7,122 @@ import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 
 /**
- * Two real server processes on one Postgres server, one reader, a seen meter of 3 articles a
- * month (`basicDocument`): however the reader's requests are spread over both at once, exactly 3
- * distinct articles get through.
+ * Two real server processes on one Postgres server (`giftDocument`: `basicDocument` with gift
+ * links). However a reader's requests are spread over both at once: a seen meter of 3 articles a
+ * month lets exactly 3 distinct articles through; a count meter of 2 calls a day exactly 2 calls;
+ * a gift link for 2 readers exactly 2 readers.
  */
-describe.if(Boolean(process.env.DATABASE_URL))("a seen meter across two server processes (server store)", () => {
-  let database: { url: string; drop(): Promise<void> };
-  const servers: ServerProcess[] = [];
-  let key = "";
+describe.if(Boolean(process.env.DATABASE_URL))(
+  "meters and gift caps across two server processes (server store)",
+  () => {
+    let database: { url: string; drop(): Promise<void> };
+    const servers: ServerProcess[] = [];
+    let key = "";
 
-  beforeAll(async () => {
-    database = await emptyServerDatabase();
-    const env = {
-      SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
-      SVC_SECRET: "exact-seen-secret-exact-seen-secret-0",
-      DATABASE_URL: database.url,
-      SVC_SEED_DEMO: "0",
-    };
-    servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
-    const admin = async (path: string, body: unknown) => {
-      const res = await fetch(`${(servers[0] as ServerProcess).url}/admin${path}`, {
+    beforeAll(async () => {
+      database = await emptyServerDatabase();
+      const env = {
+        SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
+        SVC_SECRET: "exact-seen-secret-exact-seen-secret-0",
+        DATABASE_URL: database.url,
+        SVC_SEED_DEMO: "0",
+      };
+      servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
+      const admin = async (path: string, body: unknown) => {
+        const res = await fetch(`${(servers[0] as ServerProcess).url}/admin${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        expect(res.status).toBeLessThan(300);
+        return res.json();
+      };
+      await admin("/tenants", { id: "default", default: true });
+      await admin("/tenants/default/sites", { id: "news" });
+      await admin("/tenants/default/sites/news/deploy", { document: giftDocument() });
+      key = (await admin("/tenants/default/sites/news/keys", { name: "seen test" })).key;
+      servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
+    }, 90_000);
+
+    afterAll(async () => {
+      for (const server of servers) await server.stop("SIGKILL");
+      await database?.drop();
+    }, 60_000);
+
+    const post = (server: ServerProcess, path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
         method: "POST",
-        headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: JSON.stringify(body),
       });
-      expect(res.status).toBeLessThan(300);
-      return res.json();
-    };
-    await admin("/tenants", { id: "default", default: true });
-    await admin("/tenants/default/sites", { id: "news" });
-    await admin("/tenants/default/sites/news/deploy", { document: basicDocument() });
-    key = (await admin("/tenants/default/sites/news/keys", { name: "seen test" })).key;
-    servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
-  }, 90_000);
-
-  afterAll(async () => {
-    for (const server of servers) await server.stop("SIGKILL");
-    await database?.drop();
-  }, 60_000);
-
-  const decide = async (server: ServerProcess, reader: string, article: string) => {
-    const res = await fetch(`${server.url}/v1/decide`, {
-      method: "POST",
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({
+    const decide = async (server: ServerProcess, reader: string, article: string, giftLink?: string) => {
+      const res = await post(server, "/v1/decide", {
         features: ["paywall"],
         deviceId: reader,
         content: signedContent({ id: article, section: "news" }),
-      }),
-    });
-    expect(res.status).toBe(200);
-    return (await res.json()).decisions.paywall.outcome as string;
-  };
+        ...(giftLink === undefined ? {} : { giftLink }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()).decisions.paywall.outcome as string;
+    };
+    const teaser = async (server: ServerProcess, reader: string) => {
+      const res = await post(server, "/v1/decide", { features: ["teaser"], deviceId: reader });
+      expect(res.status).toBe(200);
+      return (await res.json()).decisions.teaser.outcome as string;
+    };
+    /** Both at once, alternating: `n` calls of `call` spread over the two processes. */
+    const spread = <T>(n: number, call: (server: ServerProcess, i: number) => Promise<T>) =>
+      Promise.all(Array.from({ length: n }, (_, i) => call(servers[i % 2] as ServerProcess, i)));
 
-  it("lets exactly the allowance through, with twelve new articles spread over both at once", async () => {
-    // Both processes hold the reader first (an article each), then the rest arrives at once.
-    const a = servers[0] as ServerProcess;
-    const b = servers[1] as ServerProcess;
-    const first = [await decide(a, "reader", "first-a"), await decide(b, "reader", "first-b")];
-    const rest = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => decide(i % 2 === 0 ? a : b, "reader", `article-${i}`)),
-    );
-    expect([...first, ...rest].filter((outcome) => outcome === "metered").length).toBe(3);
-    // Articles already let through stay readable on either process; a new one does not.
-    expect(await decide(b, "reader", "first-a")).toBe("metered");
-    expect(await decide(a, "reader", "first-b")).toBe("metered");
-    expect(await decide(a, "reader", "one-more")).not.toBe("metered");
-  }, 60_000);
-});
+    it("lets exactly the allowance through, with twelve new articles spread over both at once", async () => {
+      // Both processes hold the reader first (an article each), then the rest arrives at once.
+      const a = servers[0] as ServerProcess;
+      const b = servers[1] as ServerProcess;
+      const first = [await decide(a, "reader", "first-a"), await decide(b, "reader", "first-b")];
+      const rest = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => decide(i % 2 === 0 ? a : b, "reader", `article-${i}`)),
+      );
+      expect([...first, ...rest].filter((outcome) => outcome === "metered").length).toBe(3);
+      // Articles already let through stay readable on either process; a new one does not.
+      expect(await decide(b, "reader", "first-a")).toBe("metered");
+      expect(await decide(a, "reader", "first-b")).toBe("metered");
+      expect(await decide(a, "reader", "one-more")).not.toBe("metered");
+    }, 60_000);
+
+    it("lets exactly a count meter's allowance through, with twenty calls spread over both at once", async () => {
+      // Both processes hold the caller first (read, not ticked: a call to another feature).
+      for (const server of servers) expect(await decide(server, "caller", "warm-up")).toBe("metered");
+      for (let round = 0; round < 3; round++) {
+        const reader = `caller-${round}`;
+        const outcomes = await spread(20, (server) => teaser(server, reader));
+        expect(outcomes.filter((o) => o === "on").length).toBe(2);
+        expect(await teaser(servers[round % 2] as ServerProcess, reader)).toBe("off");
+      }
+    }, 60_000);
+
+    it("lets exactly a gift link's cap of readers in, with ten new readers spread over both at once", async () => {
+      const a = servers[0] as ServerProcess;
+      for (let round = 0; round < 3; round++) {
+        const user = await fetch(`${a.url}/admin/tenants/default/users`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ email: `gifter-${round}@example.com` }),
+        });
+        expect(user.status).toBe(201);
+        const gifter = ((await user.json()) as { user: { id: string } }).user.id;
+        const minted = await post(a, "/v1/gift-links", { userId: gifter, contentId: `gifted-${round}` });
+        expect(minted.status).toBe(201);
+        const { token } = (await minted.json()) as { token: string };
+        const outcomes = await spread(10, (server, i) =>
+          decide(server, `recipient-${round}-${i}`, `gifted-${round}`, token),
+        );
+        expect(outcomes.filter((o) => o === "gifted").length).toBe(2);
+        // A reader let in reads it again on the other process; one more reader is not let in.
+        const first = outcomes.indexOf("gifted");
+        const again = servers[(first + 1) % 2] as ServerProcess;
+        expect(await decide(again, `recipient-${round}-${first}`, `gifted-${round}`, token)).toBe("gifted");
+        expect(await decide(again, `late-${round}`, `gifted-${round}`, token)).not.toBe("gifted");
+      }
+    }, 60_000);
+  },
+);

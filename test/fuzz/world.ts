@@ -27,8 +27,10 @@ const COUNTED_ANYWAY = new Set([
  * Tables a refused request may change by design. `rate_leases`: a key's rate window counts every
  * request it authenticated, refused ones included, and on a server store that count lives in
  * Postgres as quota leases (a claim when a process' chunk runs out, hand-backs on a timer).
+ * `stream_slots`: the interventions streams a process holds open, written when an earlier case's
+ * stream closes and renewed at every heartbeat, whatever request is being answered meanwhile.
  */
-const LIMITER_TABLES = new Set(["rate_leases"]);
+const LIMITER_TABLES = new Set(["rate_leases", "stream_slots"]);
 
 /** The `news` site: the fixture's features plus a journey (forward) and traits (user details). */
 function newsDocument() {

@@ -3,7 +3,7 @@ import { openDatabase } from "../../db/client";
 import { listen } from "../../src/app";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
-import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
+import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
 
@@ -12,7 +12,8 @@ import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from 
  * proxies `/svc/` and `/console` to two server processes on one store, taken in turn, configured
  * as docs/deploying.md says; the service trusts exactly nginx's address. Readers connect from
  * their own loopback addresses. A "process" is a harness of its own (its own deps, windows,
- * outbox and clock; on the server store its own connections) listening on its own port.
+ * outbox and clock) listening on its own port, over the embedded store; on a Postgres server the
+ * same is tested with two real server processes (`behind-nginx.processes.test.ts`).
  */
 const HOST = "news.example";
 const ORIGIN = `https://${HOST}`;
@@ -22,222 +23,229 @@ const READER_C = "127.0.0.4";
 
 type Listening = { port: number; stop(force?: boolean): Promise<void> | void };
 
-describe.each(storeKinds)("behind nginx terminating TLS, two processes (%s store)", (kind: StoreKind) => {
-  let h: Harness;
-  let second: Harness;
-  let nginx: Nginx;
-  const servers: Listening[] = [];
-  const cleanups: (() => Promise<void>)[] = [];
-  const box = consoleMailbox();
-  const options = { mailTransport: box.transport, config: { SVC_TRUSTED_PROXIES: NGINX_SOURCE } };
+describe.each(["embedded" as StoreKind])(
+  "behind nginx terminating TLS, two processes (%s store)",
+  (kind: StoreKind) => {
+    let h: Harness;
+    let second: Harness;
+    let nginx: Nginx;
+    const servers: Listening[] = [];
+    const cleanups: (() => Promise<void>)[] = [];
+    const box = consoleMailbox();
+    const options = { mailTransport: box.transport, config: { SVC_TRUSTED_PROXIES: NGINX_SOURCE } };
 
-  beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    cleanups.push(() => db.drop());
-    h = await startHarness(db, options);
-    expect((await h.admin("POST", "/admin/tenants", { id: "default", default: true, hosts: [HOST] })).status).toBe(201);
-    const doc = basicDocument();
-    (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
-    await seedSite(h, "news", doc);
-    expect(
-      (await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" }))
-        .status,
-    ).toBe(200);
-    // The second process, started once the site is deployed: on a server, with connections of its own.
-    if (db.url === null) second = await startHarness(db, options);
-    else {
-      const own = await openDatabase({ url: db.url });
-      cleanups.unshift(() => own.close());
-      second = await startHarness(own, options);
-    }
-    cleanups.unshift(
-      () => second.stop(),
-      () => h.stop(),
-    );
-    for (const process of [h, second]) {
-      servers.push(listen(process.app, process.deps, 0).server as unknown as Listening);
-    }
-    nginx = await startNginx(
-      servers.map((s) => s.port),
-      HOST,
-    );
-  }, 60_000);
-  afterAll(async () => {
-    await nginx?.stop();
-    for (const server of servers) await server.stop(true);
-    for (const cleanup of cleanups) await cleanup();
-  }, 60_000);
-
-  const send = (from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-    throughNginx(nginx, HOST, from, method, path, headers, body);
-  const decide = (from: string, headers: Record<string, string> = {}) =>
-    send(
-      from,
-      "POST",
-      "/svc/v1/decide",
-      { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json", ...headers },
-      JSON.stringify({ features: [] }),
-    );
-  /** A window of its own for each test, on both processes' clocks. */
-  const nextWindow = () => {
-    const start = Math.ceil(h.clock.now() / 10_000) * 10_000 + 10_000 + 1_000;
-    h.clock.set(start);
-    second.clock.set(start);
-  };
-  /**
-   * Sends a reader's decide calls until both processes refuse in a row; how many were admitted.
-   * The browser windows are per process (docs/known-limits.md): two processes admit between 200
-   * and 2 × 200 per reader until issue 35's item 3 bounds them.
-   */
-  const spend = async (from: string, headers: () => Record<string, string>) => {
-    let admitted = 0;
-    let refusedInRow = 0;
-    while (refusedInRow < 2 && admitted <= 400) {
-      const answer = await decide(from, headers());
-      if (answer.status === 200) {
-        admitted++;
-        refusedInRow = 0;
-      } else {
-        expect(answer.status).toBe(429);
-        expect(answer.headers["retry-after"]).toBe("9");
-        refusedInRow++;
+    beforeAll(async () => {
+      const db = await freshDatabase(kind);
+      cleanups.push(() => db.drop());
+      h = await startHarness(db, options);
+      expect((await h.admin("POST", "/admin/tenants", { id: "default", default: true, hosts: [HOST] })).status).toBe(
+        201,
+      );
+      const doc = basicDocument();
+      (doc.features as Record<string, unknown>).subscribe = subscribeJourney();
+      await seedSite(h, "news", doc);
+      expect(
+        (await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" }))
+          .status,
+      ).toBe(200);
+      // The second process, started once the site is deployed: on a server, with connections of its own.
+      if (db.url === null) second = await startHarness(db, options);
+      else {
+        const own = await openDatabase({ url: db.url });
+        cleanups.unshift(() => own.close());
+        second = await startHarness(own, options);
       }
-    }
-    return admitted;
-  };
-  /** Browser decide calls a process answered 200 (its request metrics, counted by its transport). */
-  const answeredDecides = (process: Harness) =>
-    [...process.deps.requests.routes()]
-      .find((r) => r.method === "POST" && r.route === "/svc/v1/decide")
-      ?.byStatus.get(200)?.count ?? 0;
-  const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
-  /**
-   * The mail to `address`, drained (by either process) until it is sent: a drain the outbox's
-   * timer began before the mail was written is shared by the next `drain()` call and does not send it.
-   */
-  const mailTo = async (address: string) => {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      await h.deps.outbox.drain();
-      await second.deps.outbox.drain();
-      const mail = box.mails.filter((m) => m.to === address).at(-1);
-      if (mail !== undefined) return mail;
-    }
-    throw new Error(`no mail to ${address}`);
-  };
-
-  it("gives two readers from two addresses their own browser windows (200 per 10 s in each process)", async () => {
-    nextWindow();
-    const admitted = await spend(READER_A, () => ({}));
-    expect(admitted).toBeGreaterThanOrEqual(200);
-    expect(admitted).toBeLessThanOrEqual(400);
-    // The other reader behind the same nginx still has all of theirs.
-    for (let i = 0; i < 20; i++) expect((await decide(READER_B)).status).toBe(200);
-    // nginx took both processes in turn.
-    for (const process of [h, second]) expect(answeredDecides(process)).toBeGreaterThan(100);
-  });
-
-  it("keeps a reader in their windows whatever X-Forwarded-For they send", async () => {
-    nextWindow();
-    let n = 0;
-    const admitted = await spend(READER_C, () => ({ "x-forwarded-for": `198.51.100.${n++ % 250}` }));
-    expect(admitted).toBeGreaterThanOrEqual(200);
-    expect(admitted).toBeLessThanOrEqual(400);
-    for (const forged of ["203.0.113.77", NGINX_SOURCE, "203.0.113.78", "::1"]) {
-      expect((await decide(READER_C, { "x-forwarded-for": forged })).status).toBe(429);
-    }
-  });
-
-  it("mails a reader's sign-in link on the publisher's https origin, and its cookies work there", async () => {
-    const json = { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json" };
-    const asked = await send(
-      READER_A,
-      "POST",
-      "/svc/v1/id/sign-in/magic-link",
-      json,
-      JSON.stringify({ email: "reader@example.com" }),
-    );
-    expect(asked.status).toBe(200);
-    const mailed = (await mailTo("reader@example.com")).text;
-    const link = mailed.match(/https?:\/\/\S+\/id\/magic-link\?\S+/)?.[0] ?? "";
-    expect(link).toStartWith(`${ORIGIN}/svc/v1/id/magic-link?`);
-    const token = new URL(link).searchParams.get("token") as string;
-    const consumed = await send(READER_A, "POST", "/svc/v1/id/magic-link/consume", json, JSON.stringify({ token }));
-    expect(consumed.status).toBe(200);
-    const cookies = cookiesOf(consumed);
-    for (const name of ["svc.session_token", "svc.access"]) {
-      const cookie = cookies.find((c) => c.startsWith(`${name}=`)) ?? "";
-      expect(cookie).toContain("Secure");
-      expect(cookie.toLowerCase()).not.toContain("domain=");
-    }
-    const jar = cookies.map((c) => c.split(";")[0]).join("; ");
-    const session = await send(READER_A, "GET", "/svc/v1/id/get-session", {
-      origin: ORIGIN,
-      "x-svc-site-id": "news",
-      cookie: jar,
-    });
-    expect(session.status).toBe(200);
-    expect(JSON.parse(session.text).user.email).toBe("reader@example.com");
-    expect(session.headers["access-control-allow-origin"]).toBe(ORIGIN);
-  });
-
-  it("signs in to the console over HTTPS and accepts its forms", async () => {
-    const jar = new Map<string, string>();
-    let page = "";
-    const browse = async (method: string, path: string, form?: Record<string, string>) => {
-      const headers: Record<string, string> = {};
-      if (jar.size > 0) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-      let body: string | undefined;
-      if (form !== undefined) {
-        const csrf = page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
-        body = new URLSearchParams({ _csrf: csrf, ...form }).toString();
-        headers["content-type"] = "application/x-www-form-urlencoded";
-        headers.origin = ORIGIN;
+      cleanups.unshift(
+        () => second.stop(),
+        () => h.stop(),
+      );
+      for (const process of [h, second]) {
+        servers.push(listen(process.app, process.deps, 0).server as unknown as Listening);
       }
-      const answer = await send(READER_B, method, path, headers, body);
-      for (const cookie of cookiesOf(answer)) {
-        expect(cookie).toContain("Secure");
-        const pair = cookie.split(";")[0] as string;
-        const eq = pair.indexOf("=");
-        if (/Max-Age=0/.test(cookie)) jar.delete(pair.slice(0, eq));
-        else jar.set(pair.slice(0, eq), pair.slice(eq + 1));
-      }
-      if (String(answer.headers["content-type"] ?? "").startsWith("text/html")) page = answer.text;
-      return answer;
+      nginx = await startNginx(
+        servers.map((s) => s.port),
+        HOST,
+      );
+    }, 60_000);
+    afterAll(async () => {
+      await nginx?.stop();
+      for (const server of servers) await server.stop(true);
+      for (const cleanup of cleanups) await cleanup();
+    }, 60_000);
+
+    const send = (from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      throughNginx(nginx, HOST, from, method, path, headers, body);
+    const decide = (from: string, headers: Record<string, string> = {}) =>
+      send(
+        from,
+        "POST",
+        "/svc/v1/decide",
+        { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json", ...headers },
+        JSON.stringify({ features: [] }),
+      );
+    /** A window of its own for each test, on both processes' clocks. */
+    const nextWindow = () => {
+      const start = Math.ceil(h.clock.now() / 10_000) * 10_000 + 10_000 + 1_000;
+      h.clock.set(start);
+      second.clock.set(start);
     };
-    expect((await browse("GET", "/console/sign-in")).status).toBe(200);
-    expect((await browse("POST", "/console/sign-in", { email: "ada@example.com" })).status).toBe(200);
-    await mailTo("ada@example.com");
-    const link = new URL(box.lastLink("ada@example.com"));
-    expect(link.origin).toBe(ORIGIN);
-    expect((await browse("GET", `${link.pathname}${link.search}`)).status).toBe(200);
-    const done = await browse("POST", "/console/auth", { token: link.searchParams.get("token") as string });
-    expect(done.status).toBe(303);
-    expect(done.headers.location).toBe("/console");
-    expect((await browse("GET", "/console")).status).toBe(200);
-    expect((await browse("POST", "/console/sites", { id: "via-nginx" })).status).toBe(201);
-    const sites = (await (await h.admin("GET", "/admin/tenants/default/sites")).json()) as { sites: { id: string }[] };
-    expect(sites.sites.map((s) => s.id)).toContain("via-nginx");
-  });
+    /**
+     * Sends a reader's decide calls until both processes refuse in a row; how many were admitted.
+     * On the embedded store the browser windows are per process (two app instances over one
+     * store stand for a second process here): they admit between 200 and 2 × 200 per reader.
+     */
+    const spend = async (from: string, headers: () => Record<string, string>) => {
+      let admitted = 0;
+      let refusedInRow = 0;
+      while (refusedInRow < 2 && admitted <= 400) {
+        const answer = await decide(from, headers());
+        if (answer.status === 200) {
+          admitted++;
+          refusedInRow = 0;
+        } else {
+          expect(answer.status).toBe(429);
+          expect(answer.headers["retry-after"]).toBe("9");
+          refusedInRow++;
+        }
+      }
+      return admitted;
+    };
+    /** Browser decide calls a process answered 200 (its request metrics, counted by its transport). */
+    const answeredDecides = (process: Harness) =>
+      [...process.deps.requests.routes()]
+        .find((r) => r.method === "POST" && r.route === "/svc/v1/decide")
+        ?.byStatus.get(200)?.count ?? 0;
+    const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
+    /**
+     * The mail to `address`, drained (by either process) until it is sent: a drain the outbox's
+     * timer began before the mail was written is shared by the next `drain()` call and does not send it.
+     */
+    const mailTo = async (address: string) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        await h.deps.outbox.drain();
+        await second.deps.outbox.drain();
+        const mail = box.mails.filter((m) => m.to === address).at(-1);
+        if (mail !== undefined) return mail;
+      }
+      throw new Error(`no mail to ${address}`);
+    };
 
-  it("redirects forward to the journey's destination", async () => {
-    const res = await send(READER_A, "GET", "/svc/v1/decide/forward?feature=subscribe&site=news&offer=annual");
-    expect(res.status).toBe(302);
-    expect(res.headers.location).toBe("https://shop.example/checkout?offer=annual");
-  });
+    it("gives two readers from two addresses their own browser windows (200 per 10 s in each process)", async () => {
+      nextWindow();
+      const admitted = await spend(READER_A, () => ({}));
+      expect(admitted).toBeGreaterThanOrEqual(200);
+      expect(admitted).toBeLessThanOrEqual(400);
+      // The other reader behind the same nginx still has all of theirs.
+      for (let i = 0; i < 20; i++) expect((await decide(READER_B)).status).toBe(200);
+      // nginx took both processes in turn.
+      for (const process of [h, second]) expect(answeredDecides(process)).toBeGreaterThan(100);
+    });
 
-  it("answers CORS for the site's own origin only", async () => {
-    const preflight = (origin: string) =>
-      send(READER_A, "OPTIONS", "/svc/v1/decide", {
-        origin,
-        "access-control-request-method": "POST",
-        "access-control-request-headers": "content-type, x-svc-site-id",
+    it("keeps a reader in their windows whatever X-Forwarded-For they send", async () => {
+      nextWindow();
+      let n = 0;
+      const admitted = await spend(READER_C, () => ({ "x-forwarded-for": `198.51.100.${n++ % 250}` }));
+      expect(admitted).toBeGreaterThanOrEqual(200);
+      expect(admitted).toBeLessThanOrEqual(400);
+      for (const forged of ["203.0.113.77", NGINX_SOURCE, "203.0.113.78", "::1"]) {
+        expect((await decide(READER_C, { "x-forwarded-for": forged })).status).toBe(429);
+      }
+    });
+
+    it("mails a reader's sign-in link on the publisher's https origin, and its cookies work there", async () => {
+      const json = { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json" };
+      const asked = await send(
+        READER_A,
+        "POST",
+        "/svc/v1/id/sign-in/magic-link",
+        json,
+        JSON.stringify({ email: "reader@example.com" }),
+      );
+      expect(asked.status).toBe(200);
+      const mailed = (await mailTo("reader@example.com")).text;
+      const link = mailed.match(/https?:\/\/\S+\/id\/magic-link\?\S+/)?.[0] ?? "";
+      expect(link).toStartWith(`${ORIGIN}/svc/v1/id/magic-link?`);
+      const token = new URL(link).searchParams.get("token") as string;
+      const consumed = await send(READER_A, "POST", "/svc/v1/id/magic-link/consume", json, JSON.stringify({ token }));
+      expect(consumed.status).toBe(200);
+      const cookies = cookiesOf(consumed);
+      for (const name of ["svc.session_token", "svc.access"]) {
+        const cookie = cookies.find((c) => c.startsWith(`${name}=`)) ?? "";
+        expect(cookie).toContain("Secure");
+        expect(cookie.toLowerCase()).not.toContain("domain=");
+      }
+      const jar = cookies.map((c) => c.split(";")[0]).join("; ");
+      const session = await send(READER_A, "GET", "/svc/v1/id/get-session", {
+        origin: ORIGIN,
+        "x-svc-site-id": "news",
+        cookie: jar,
       });
-    const allowed = await preflight(ORIGIN);
-    expect(allowed.status).toBe(204);
-    expect(allowed.headers["access-control-allow-origin"]).toBe(ORIGIN);
-    expect(allowed.headers["access-control-allow-credentials"]).toBe("true");
-    const refused = await preflight("https://evil.example");
-    expect(refused.status).toBe(403);
-    expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
-  });
-});
+      expect(session.status).toBe(200);
+      expect(JSON.parse(session.text).user.email).toBe("reader@example.com");
+      expect(session.headers["access-control-allow-origin"]).toBe(ORIGIN);
+    });
+
+    it("signs in to the console over HTTPS and accepts its forms", async () => {
+      const jar = new Map<string, string>();
+      let page = "";
+      const browse = async (method: string, path: string, form?: Record<string, string>) => {
+        const headers: Record<string, string> = {};
+        if (jar.size > 0) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+        let body: string | undefined;
+        if (form !== undefined) {
+          const csrf = page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+          body = new URLSearchParams({ _csrf: csrf, ...form }).toString();
+          headers["content-type"] = "application/x-www-form-urlencoded";
+          headers.origin = ORIGIN;
+        }
+        const answer = await send(READER_B, method, path, headers, body);
+        for (const cookie of cookiesOf(answer)) {
+          expect(cookie).toContain("Secure");
+          const pair = cookie.split(";")[0] as string;
+          const eq = pair.indexOf("=");
+          if (/Max-Age=0/.test(cookie)) jar.delete(pair.slice(0, eq));
+          else jar.set(pair.slice(0, eq), pair.slice(eq + 1));
+        }
+        if (String(answer.headers["content-type"] ?? "").startsWith("text/html")) page = answer.text;
+        return answer;
+      };
+      expect((await browse("GET", "/console/sign-in")).status).toBe(200);
+      expect((await browse("POST", "/console/sign-in", { email: "ada@example.com" })).status).toBe(200);
+      await mailTo("ada@example.com");
+      const link = new URL(box.lastLink("ada@example.com"));
+      expect(link.origin).toBe(ORIGIN);
+      expect((await browse("GET", `${link.pathname}${link.search}`)).status).toBe(200);
+      const done = await browse("POST", "/console/auth", { token: link.searchParams.get("token") as string });
+      expect(done.status).toBe(303);
+      expect(done.headers.location).toBe("/console");
+      expect((await browse("GET", "/console")).status).toBe(200);
+      expect((await browse("POST", "/console/sites", { id: "via-nginx" })).status).toBe(201);
+      const sites = (await (await h.admin("GET", "/admin/tenants/default/sites")).json()) as {
+        sites: { id: string }[];
+      };
+      expect(sites.sites.map((s) => s.id)).toContain("via-nginx");
+    });
+
+    it("redirects forward to the journey's destination", async () => {
+      const res = await send(READER_A, "GET", "/svc/v1/decide/forward?feature=subscribe&site=news&offer=annual");
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe("https://shop.example/checkout?offer=annual");
+    });
+
+    it("answers CORS for the site's own origin only", async () => {
+      const preflight = (origin: string) =>
+        send(READER_A, "OPTIONS", "/svc/v1/decide", {
+          origin,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "content-type, x-svc-site-id",
+        });
+      const allowed = await preflight(ORIGIN);
+      expect(allowed.status).toBe(204);
+      expect(allowed.headers["access-control-allow-origin"]).toBe(ORIGIN);
+      expect(allowed.headers["access-control-allow-credentials"]).toBe("true");
+      const refused = await preflight("https://evil.example");
+      expect(refused.status).toBe(403);
+      expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
+    });
+  },
+);

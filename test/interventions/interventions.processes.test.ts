@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { basicDocument } from "../fixtures/documents";
+import { emptyServerDatabase } from "../helpers/databases";
+import { OPERATOR_TOKEN } from "../helpers/harness";
+import { type ServerProcess, startServerProcess } from "../helpers/process";
+import { scratchDir } from "../helpers/scratch-dirs";
+import { openSse } from "../helpers/sse";
+
+const CAP = 4;
+const HEARTBEAT_MS = 200;
+
+/**
+ * The interventions stream's per-key cap (SVC_SSE_STREAMS_PER_KEY) across two real server
+ * processes on one Postgres server: however a key's opens are spread over both at once, exactly
+ * the cap is open; a stream closed on one frees a slot on the other; a process gone (killed)
+ * stops holding its slots once it has missed three heartbeats.
+ */
+describe.if(Boolean(process.env.DATABASE_URL))("the interventions stream's cap across two server processes", () => {
+  let database: { url: string; drop(): Promise<void> };
+  const servers: ServerProcess[] = [];
+  const streams: Awaited<ReturnType<typeof openSse>>[] = [];
+  let key = "";
+
+  beforeAll(async () => {
+    database = await emptyServerDatabase();
+    const env = () => ({
+      DATABASE_URL: database.url,
+      SVC_DATA_DIR: scratchDir("svc-sse-proc-"),
+      SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
+      SVC_SECRET: "sse-processes-secret-sse-processes-secret",
+      SVC_SEED_DEMO: "0",
+      SVC_SSE_STREAMS_PER_KEY: String(CAP),
+      SVC_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS),
+    });
+    servers.push(await startServerProcess(env()));
+    const admin = async (path: string, body: unknown) => {
+      const res = await fetch(`${(servers[0] as ServerProcess).url}/admin${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBeLessThan(300);
+      return res.json();
+    };
+    await admin("/tenants", { id: "default", default: true });
+    await admin("/tenants/default/sites", { id: "news" });
+    await admin("/tenants/default/sites/news/deploy", { document: basicDocument() });
+    key = (await admin("/tenants/default/sites/news/keys", { name: "streams" })).key;
+    servers.push(await startServerProcess(env()));
+  }, 90_000);
+  afterAll(async () => {
+    for (const stream of streams) stream.close();
+    for (const server of servers) await server.stop("SIGKILL");
+    await database?.drop();
+  }, 60_000);
+
+  const open = async (server: ServerProcess) => {
+    const stream = await openSse(`${server.url}/v1/decide/interventions`, {
+      "x-svc-site-id": "news",
+      authorization: `Bearer ${key}`,
+    });
+    if (stream.response.ok) streams.push(stream);
+    return stream;
+  };
+  const [a, b] = [() => servers[0] as ServerProcess, () => servers[1] as ServerProcess];
+
+  it("opens exactly the cap of one key's streams spread over both at once", async () => {
+    const opened = await Promise.all(Array.from({ length: CAP + 3 }, (_, i) => open(i % 2 === 0 ? a() : b())));
+    const statuses = opened.map((s) => s.response.status);
+    expect(statuses.filter((s) => s === 200).length).toBe(CAP);
+    expect(statuses.filter((s) => s === 429).length).toBe(3);
+    const refused = opened.find((s) => s.response.status === 429);
+    expect(refused?.response.headers.get("retry-after")).toBe("30");
+    expect((await open(a())).response.status).toBe(429);
+    expect((await open(b())).response.status).toBe(429);
+  }, 60_000);
+
+  it("frees a slot for the other process when a stream closes", async () => {
+    const onA = streams.filter((s) => s.response.url.startsWith(a().url));
+    const closing = onA.length > 0 ? (onA[0] as (typeof streams)[number]) : (streams[0] as (typeof streams)[number]);
+    streams.splice(streams.indexOf(closing), 1);
+    closing.close();
+    // The give-back reaches Postgres once the server sees the stream gone.
+    const until = Date.now() + 10_000;
+    let status = 429;
+    while (status === 429 && Date.now() < until) {
+      await Bun.sleep(50);
+      status = (await open(b())).response.status;
+    }
+    expect(status).toBe(200);
+    expect((await open(a())).response.status).toBe(429);
+  }, 60_000);
+
+  it("stops counting a killed process' streams once it has missed three heartbeats", async () => {
+    const heldByA = streams.filter((s) => s.response.url.startsWith(a().url)).length;
+    expect(heldByA).toBeGreaterThan(0);
+    await a().stop("SIGKILL");
+    await Bun.sleep(3 * HEARTBEAT_MS + 500);
+    for (let i = 0; i < heldByA; i++) expect((await open(b())).response.status).toBe(200);
+    expect((await open(b())).response.status).toBe(429);
+  }, 60_000);
+});
