@@ -103,8 +103,10 @@ export interface RetentionSettings {
   readonly checkoutEventDays: number;
   /** The audit log, identity conflicts, dead jobs and recommendation usage. */
   readonly auditDays: number;
-  /** Document versions kept per site besides the live and staged ones (the newest). */
+  /** Document versions kept per site besides the live and staged ones (the newest), at most. */
   readonly documentVersions: number;
+  /** Days a version is kept past the newest few (`DOCUMENT_VERSIONS_ALWAYS`), within `documentVersions`. */
+  readonly documentDays: number;
 }
 
 export class ConfigError extends Error {
@@ -248,6 +250,7 @@ function retentionSettings(env: Env): RetentionSettings {
     checkoutEventDays,
     auditDays: intVar(env, "SVC_RETAIN_AUDIT_DAYS", 365, 1, 36500),
     documentVersions: intVar(env, "SVC_RETAIN_DOCUMENT_VERSIONS", 200, 1, 1_000_000),
+    documentDays: intVar(env, "SVC_RETAIN_DOCUMENT_DAYS", 30, 0, 36500),
   });
 }
 

@@ -7,6 +7,7 @@ import type { SiteStore } from "../sites/store";
 export interface AdminServiceDeps {
   readonly siteStore: SiteStore;
   readonly changes: ChangeFeed;
+  readonly now: () => number;
 }
 
 /**
@@ -82,7 +83,7 @@ export async function deploySite(
   const checked = validateSiteDocument(document);
   if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);
   const stage = preview ? "preview" : "live";
-  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage);
+  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage, deps.now());
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { site: siteId, tenant: tenantId, version, stage };
 }

@@ -122,8 +122,17 @@ export class SiteStore {
     return rows.length > 0;
   }
 
-  /** Stores a new document version and makes it the live (or staged preview) one. */
-  async storeDocument(tenantId: string, siteId: string, document: unknown, stage: "live" | "preview"): Promise<number> {
+  /**
+   * Stores a new document version and makes it the live (or staged preview) one; `now` stamps it
+   * (the retention sweep ages versions by the same clock, src/retention).
+   */
+  async storeDocument(
+    tenantId: string,
+    siteId: string,
+    document: unknown,
+    stage: "live" | "preview",
+    now: number,
+  ): Promise<number> {
     return this.db.transaction(async (tx) => {
       // Lock the site row so concurrent deploys get distinct versions.
       await tx.execute(sql`select 1 from sites where tenant_id = ${tenantId} and id = ${siteId} for update`);
@@ -134,7 +143,9 @@ export class SiteStore {
       const version = Number(max?.v ?? 0) + 1;
       // Newsletter lists get their stable ids here, under the site's lock (src/newsletters).
       const stored = await withNewsletterIds(tx, tenantId, siteId, document);
-      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document: stored });
+      await tx
+        .insert(siteDocuments)
+        .values({ tenantId, siteId, version, stage, document: stored, createdAt: new Date(now) });
       await tx
         .update(sites)
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })
