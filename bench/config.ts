@@ -60,16 +60,16 @@ export interface BenchConfig {
 const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [--scenario soak [--weeks N] [--readers N]]
 
   (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects,
-             100,000 of them read back by a restarted server, soak 13 weeks x 1,000 readers
+             100,000 of them read back by a restarted server, soak 14 weeks x 1,000 readers
   --quick    every scenario briefly (under two minutes): spec rate 1 window, memory at
-             100,000 subjects, 5,000 read back, soak 13 weeks x 200 readers
+             100,000 subjects, 5,000 read back, soak 14 weeks x 200 readers
   --smoke    every scenario very briefly, checks only that the bench runs end to end (CI);
              soak 1 week x 20 readers
   --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
   --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
   --scenario soak
              the soak alone (also: npm run bench:soak): stored size over simulated weeks, the
-             clock injected, in this process (bench/soak.ts); --weeks (13) and --readers (1,000)
+             clock injected, in this process (bench/soak.ts); --weeks (14) and --readers (1,000)
              set its length and population, --smoke and --quick their smaller defaults
   --pin      a run of its own (bench/pinned.ts): servers on CPU 0, generators on CPU 1; the bare
              Bun.serve ceiling, a minimal decide and svc over each transport in alternating
@@ -83,11 +83,14 @@ and 2,000 features defined, 10,000 and 1,000,000 readers known; 100,000 in quick
 DATABASE_URL set: the servers (and the soak) run on fresh databases created on that Postgres
 server (dropped after).`;
 
-/** Soak weeks and readers per mode (flatness is judged from week 6 on, so smoke runs only show it runs). */
+/**
+ * Soak weeks and readers per mode: three simulated months and the week after, when the third's
+ * rows are swept (flatness is judged from week 6 on, so smoke runs only show that it runs).
+ */
 const SOAK_SIZE: Record<Mode, { weeks: number; readers: number }> = {
   smoke: { weeks: 1, readers: 20 },
-  quick: { weeks: 13, readers: 200 },
-  full: { weeks: 13, readers: 1_000 },
+  quick: { weeks: 14, readers: 200 },
+  full: { weeks: 14, readers: 1_000 },
 };
 
 function positiveInt(name: string, value: string | undefined, max: number): number {

@@ -436,7 +436,7 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
 async function soak(cfg: BenchConfig, results: BenchResults): Promise<void> {
   const { runSoak } = await import("./soak");
   results.soak = await timed(`soak: ${cfg.soakWeeks} simulated weeks, ${cfg.soakReaders} readers`, () =>
-    runSoak({ weeks: cfg.soakWeeks, readers: cfg.soakReaders, databaseUrl: cfg.databaseUrl, log }),
+    runSoak({ weeks: cfg.soakWeeks, readers: cfg.soakReaders, databaseUrl: cfg.databaseUrl, log, onCleanup }),
   );
 }
 

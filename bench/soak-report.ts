@@ -17,6 +17,11 @@ export interface SoakWeek {
   databaseBytes: number;
   /** Above the store right after migrations and the demo seed (the empty schema and catalog). */
   storedBytes: number;
+  /**
+   * The largest stored size read after any day of the week: a month's meter rows peak the day
+   * before its period is swept, between two weekly readings.
+   */
+  peakStoredBytes: number;
   /** The embedded store's data folder on disk (WAL included); null on a Postgres server. */
   folderBytes: number | null;
   liveReaders: number;
@@ -32,7 +37,7 @@ export interface SoakWeek {
 export interface Flatness {
   fromWeek: number;
   toWeek: number;
-  /** The largest stored size (above the empty store) in the window's earlier half, and in its later half. */
+  /** The largest stored size (above the empty store, any day) in the window's earlier half, and in its later half. */
   earlierPeak: number;
   laterPeak: number;
   /** laterPeak / earlierPeak − 1: above the tolerance, the store still grows. */
@@ -61,10 +66,11 @@ export interface SoakResults {
  * Flat means: from `fromWeek` on, the later half of the weeks peaks no more than `tolerance` above
  * the earlier half. Peaks, not single weeks: a monthly meter's rows rise through its month and
  * fall when the last period is swept, so single weeks saw-tooth; a store that keeps growing
- * shows in the later peak.
+ * shows in the later peak. Over 14 weeks the halves are weeks 6-10 and 11-14, each holding one
+ * peak of a 31-day month's rows (7 February: January's; 7 April: March's).
  */
 export function flatness(
-  weeks: readonly Pick<SoakWeek, "week" | "databaseBytes" | "storedBytes" | "tables">[],
+  weeks: readonly Pick<SoakWeek, "week" | "databaseBytes" | "peakStoredBytes" | "tables">[],
   fromWeek = SETTLED_FROM_WEEK,
   tolerance = FLAT_TOLERANCE,
 ): Flatness {
@@ -74,8 +80,8 @@ export function flatness(
   const later = window.slice(half);
   const peak = (ws: typeof window, of: (w: (typeof window)[number]) => number) =>
     ws.reduce((m, w) => Math.max(m, of(w)), 0);
-  const earlierPeak = peak(earlier, (w) => w.storedBytes);
-  const laterPeak = peak(later, (w) => w.storedBytes);
+  const earlierPeak = peak(earlier, (w) => w.peakStoredBytes);
+  const laterPeak = peak(later, (w) => w.peakStoredBytes);
   const sizes = window.map((w) => w.databaseBytes);
   const judged = window.length >= 3;
   const tables = Object.keys(window.at(-1)?.tables ?? {});
@@ -104,7 +110,7 @@ const mb = (bytes: number) => `${(bytes / 1e6).toFixed(2)} MB`;
 
 export function weekLine(w: SoakWeek): string {
   const disk = w.folderBytes === null ? "" : `  folder ${mb(w.folderBytes)}`;
-  return `soak week ${String(w.week).padStart(2)}  ${w.date}  database ${mb(w.databaseBytes)}  stored ${mb(w.storedBytes)}${disk}  ${w.liveReaders} live readers: ${w.bytesPerLiveReader} B each, ${w.storedBytesPerLiveReader} B stored  (${w.seconds} s)`;
+  return `soak week ${String(w.week).padStart(2)}  ${w.date}  database ${mb(w.databaseBytes)}  stored ${mb(w.storedBytes)} (week's peak ${mb(w.peakStoredBytes)})${disk}  ${w.liveReaders} live readers: ${w.bytesPerLiveReader} B each, ${w.storedBytesPerLiveReader} B stored  (${w.seconds} s)`;
 }
 
 /** The verdict and each table's size at the settled week and the last, for the console. */

@@ -1,5 +1,5 @@
 /**
- * The soak scenario (`npm run bench -- --scenario soak [--weeks 13] [--readers 1000]`, alias
+ * The soak scenario (`npm run bench -- --scenario soak [--weeks 14] [--readers 1000]`, alias
  * `npm run bench:soak`): does the stored size level off once retention sweeps, instead of
  * growing with time?
  *
@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
+import { type Db, rowsOf } from "../db/client";
 import { createScratchDatabase } from "../db/scratch-database";
 import { createApp } from "../src/app";
 import { loadConfig } from "../src/config";
@@ -37,6 +38,8 @@ export async function runSoak(options: {
   readers: number;
   databaseUrl?: string;
   log?: (line: string) => void;
+  /** Registers what an interrupted run must still remove (the data folder, the scratch database). */
+  onCleanup?: (fn: () => Promise<void> | void) => void;
 }): Promise<SoakResults> {
   const log = options.log ?? console.log;
   const mix: SoakMix = { ...DEFAULT_MIX, readers: options.readers };
@@ -44,6 +47,10 @@ export async function runSoak(options: {
   const scratch = options.databaseUrl
     ? await createScratchDatabase(options.databaseUrl, `svc_soak_${randomBytes(6).toString("hex")}`)
     : null;
+  options.onCleanup?.(async () => {
+    rmSync(folder, { recursive: true, force: true });
+    await scratch?.drop();
+  });
   let now = Date.parse("2027-01-01T06:00:00Z");
   const clock = {
     now: () => now,
@@ -60,6 +67,8 @@ export async function runSoak(options: {
     SVC_PUBLIC_URL: "http://127.0.0.1:3000",
     // The world sweeps by hand, once a simulated day.
     SVC_RETENTION_INTERVAL_MS: "0",
+    // The soak measures size, not time: a busy machine must not turn a slow read into a 503.
+    SVC_READ_DEADLINE_MS: "60000",
   });
   const deps = await createDeps(config, { now: clock.now, logger: createLogger("warn"), mailTransport: mail });
   try {
@@ -84,9 +93,11 @@ export async function runSoak(options: {
     const results: SoakWeek[] = [];
     const t0 = performance.now();
     for (let week = 1; week <= options.weeks; week++) {
+      let peak = 0;
       for (let d = 0; d < 7; d++) {
         await world.day();
         await standIn();
+        peak = Math.max(peak, await databaseBytes(db));
       }
       const m: StoreMeasure = await measureStore(db);
       const live = world.liveReaders();
@@ -96,6 +107,7 @@ export async function runSoak(options: {
         date: new Date(now).toISOString().slice(0, 10),
         databaseBytes: m.databaseBytes,
         storedBytes: stored,
+        peakStoredBytes: peak - empty.databaseBytes,
         folderBytes: server ? null : folderBytes(join(folder, "pg")),
         liveReaders: live,
         bytesPerLiveReader: Math.round(m.databaseBytes / live),
@@ -124,4 +136,11 @@ export async function runSoak(options: {
     await scratch?.drop();
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+async function databaseBytes(db: Db): Promise<number> {
+  const [size] = rowsOf<{ bytes: number | string }>(
+    await db.execute(sql`select pg_database_size(current_database())::float8 as bytes`),
+  );
+  return Number(size?.bytes ?? 0);
 }
