@@ -47,7 +47,7 @@ export interface Flatness {
   tolerance: number;
   /** null: too few weeks to judge. */
   held: boolean | null;
-  /** Tables whose later peak exceeds their earlier one by more than 5% (or two pages). */
+  /** Tables, and "(catalog)", whose later peak exceeds their earlier one by more than 5% (or two pages). */
   growingTables: string[];
 }
 
@@ -70,7 +70,9 @@ export interface SoakResults {
  * peak of a 31-day month's rows (7 February: January's; 7 April: March's).
  */
 export function flatness(
-  weeks: readonly Pick<SoakWeek, "week" | "databaseBytes" | "peakStoredBytes" | "tables">[],
+  weeks: readonly (Pick<SoakWeek, "week" | "databaseBytes" | "peakStoredBytes" | "tables"> & {
+    catalogBytes?: number;
+  })[],
   fromWeek = SETTLED_FROM_WEEK,
   tolerance = FLAT_TOLERANCE,
 ): Flatness {
@@ -84,14 +86,13 @@ export function flatness(
   const laterPeak = peak(later, (w) => w.peakStoredBytes);
   const sizes = window.map((w) => w.databaseBytes);
   const judged = window.length >= 3;
+  const grew = (of: (w: (typeof window)[number]) => number) => {
+    const before = peak(earlier, of);
+    return peak(later, of) > Math.max(before * (1 + tolerance), before + TABLE_SLACK_BYTES);
+  };
   const tables = Object.keys(window.at(-1)?.tables ?? {});
-  const growingTables = judged
-    ? tables.filter((t) => {
-        const before = peak(earlier, (w) => w.tables[t]?.bytes ?? 0);
-        const after = peak(later, (w) => w.tables[t]?.bytes ?? 0);
-        return after > Math.max(before * (1 + tolerance), before + TABLE_SLACK_BYTES);
-      })
-    : [];
+  const growingTables = judged ? tables.filter((t) => grew((w) => w.tables[t]?.bytes ?? 0)) : [];
+  if (judged && grew((w) => w.catalogBytes ?? 0)) growingTables.push("(catalog)");
   const growth = earlierPeak > 0 ? laterPeak / earlierPeak - 1 : 0;
   return {
     fromWeek,
