@@ -2,8 +2,15 @@
 
 export type Mode = "full" | "quick" | "smoke";
 
+/** `all`: every scenario (the soak last); `soak`: the soak alone. */
+export type Scenario = "all" | "soak";
+
 export interface BenchConfig {
   mode: Mode;
+  scenario: Scenario;
+  /** Soak scenario: simulated weeks and readers at any time (bench/soak.ts). */
+  soakWeeks: number;
+  soakReaders: number;
   /** Keys driven at the spec rate (2,000 per 10 s each). */
   specKeys: number;
   /** Aligned 10-second windows of the spec-rate run (smoke: one short unaligned segment instead). */
@@ -50,15 +57,21 @@ export interface BenchConfig {
   databaseUrl: string | undefined;
 }
 
-const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile]
+const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [--scenario soak [--weeks N] [--readers N]]
 
   (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects,
-             100,000 of them read back by a restarted server
+             100,000 of them read back by a restarted server, soak 14 weeks x 1,000 readers
+             (200 on a Postgres server)
   --quick    every scenario briefly (under two minutes): spec rate 1 window, memory at
-             100,000 subjects, 5,000 read back
-  --smoke    every scenario very briefly, checks only that the bench runs end to end (CI)
+             100,000 subjects, 5,000 read back, soak 14 weeks x 200 readers (50 on a server)
+  --smoke    every scenario very briefly, checks only that the bench runs end to end (CI);
+             soak 1 week x 20 readers
   --keys N   keys driven at the spec rate (default 25: 5,000 req/s in all)
   --profile  run the decide server under bun --cpu-prof and summarise the top self-time functions
+  --scenario soak
+             the soak alone (also: npm run bench:soak): stored size over simulated weeks, the
+             clock injected, in this process (bench/soak.ts); --weeks (14) and --readers (1,000; 200 on a server)
+             set its length and population, --smoke and --quick their smaller defaults
   --pin      a run of its own (bench/pinned.ts): servers on CPU 0, generators on CPU 1; the bare
              Bun.serve ceiling, a minimal decide and svc over each transport in alternating
              segments, req/s and server CPU µs per request, p99 at 5,000 req/s fixed
@@ -68,15 +81,33 @@ The cluster scenario (one server process, then two) needs a Postgres server: it 
 DATABASE_URL, and not in smoke runs. Neither does the scaling scenario (CPU per request with 24
 and 2,000 features defined, 10,000 and 1,000,000 readers known; 100,000 in quick runs).
 
-DATABASE_URL set: the servers run on fresh databases created on that Postgres server (dropped after).
+DATABASE_URL set: the servers (and the soak) run on fresh databases created on that Postgres
+server (dropped after).`;
 
-The soak scenario (stored size over simulated months, clock injected, one process) runs on its
-own: npm run bench:soak -- [--weeks 13] [--readers 1000] (bench/soak.ts, docs/performance.md).`;
+/**
+ * Soak weeks and readers per mode: three simulated months and the week after, when the third's
+ * rows are swept (flatness is judged from week 6 on, so smoke runs only show that it runs). On a
+ * Postgres server each new article a reader opens is a transaction: fewer readers there.
+ */
+const SOAK_SIZE: Record<Mode, { weeks: number; readers: number; serverReaders: number }> = {
+  smoke: { weeks: 1, readers: 20, serverReaders: 20 },
+  quick: { weeks: 14, readers: 200, serverReaders: 50 },
+  full: { weeks: 14, readers: 1_000, serverReaders: 200 },
+};
+
+function positiveInt(name: string, value: string | undefined, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} needs an integer 1..${max}\n${USAGE}`);
+  return n;
+}
 
 export function parseArgs(argv: readonly string[], env: Record<string, string | undefined>): BenchConfig {
   let mode: Mode = "full";
   let keys = 25;
   let profile = false;
+  let scenario: Scenario = "all";
+  let soakWeeks: number | undefined;
+  let soakReaders: number | undefined;
   // npm passes everything after its own "--"; a literal "--" that reaches us is ignored too.
   const args = argv.filter((a) => a !== "--");
   for (let i = 0; i < args.length; i++) {
@@ -89,13 +120,22 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
       keys = Number(value);
       if (!Number.isInteger(keys) || keys < 1 || keys > 1000)
         throw new Error(`--keys needs an integer 1..1000\n${USAGE}`);
-    } else if (a === "--help" || a === "-h") {
+    } else if (a === "--scenario") {
+      const name = args[++i];
+      if (name !== "soak" && name !== "all") throw new Error(`--scenario is soak or all\n${USAGE}`);
+      scenario = name;
+    } else if (a === "--weeks") soakWeeks = positiveInt("weeks", args[++i], 520);
+    else if (a === "--readers") soakReaders = positiveInt("readers", args[++i], 1_000_000);
+    else if (a === "--help" || a === "-h") {
       console.log(USAGE);
       process.exit(0);
     } else throw new Error(`unknown argument ${a}\n${USAGE}`);
   }
   const base = {
     mode,
+    scenario,
+    soakWeeks: soakWeeks ?? SOAK_SIZE[mode].weeks,
+    soakReaders: soakReaders ?? (env.DATABASE_URL ? SOAK_SIZE[mode].serverReaders : SOAK_SIZE[mode].readers),
     specKeys: keys,
     profile,
     databaseUrl: env.DATABASE_URL || undefined,

@@ -10,6 +10,7 @@ import type { ProfileSummary } from "./profile";
 import type { RecommendationCacheResult } from "./recommendations";
 import type { SegmentSummary } from "./saturation";
 import type { ScalingResult } from "./scaling";
+import { printSoak, type SoakResults } from "./soak-report";
 import type { SpecRateResult } from "./spec-rate";
 import { round } from "./stats";
 import type { StreamingResult } from "./streaming";
@@ -54,6 +55,8 @@ export interface BenchResults {
   /** Server CPU per request as features defined and readers known grow (not in smoke runs). */
   scaling?: ScalingResult;
   memory?: MemoryResult;
+  /** Stored size over simulated weeks with the clock injected (bench/soak.ts). */
+  soak?: SoakResults;
   /** Stored subjects read back by a server restarted over the memory scenario's data. */
   read_back?: ReadBackResult;
   /** The memory scenario's latest sample while it runs (kept when a run is interrupted). */
@@ -78,7 +81,9 @@ export interface BenchResults {
  * seconds-long windows measure nothing a target could be judged on).
  */
 export function targetsFor(r: BenchResults): Record<string, Target> | undefined {
-  return r.mode === "smoke" ? undefined : evaluateTargets(r);
+  if (r.mode === "smoke") return undefined;
+  const all = evaluateTargets(r);
+  return r.config.scenario === "soak" && all.soak_flat ? { soak_flat: all.soak_flat } : all;
 }
 
 export function evaluateTargets(r: BenchResults): Record<string, Target> {
@@ -146,6 +151,12 @@ export function evaluateTargets(r: BenchResults): Record<string, Target> {
     target: "< 300 MB RSS with 1,000,000 meter subjects",
     measured: m ? `${m.rss_mb} MB at ${m.subjects_touched} subjects` : null,
     met: m?.rss_mb_at_1m_subjects != null ? m.rss_mb_at_1m_subjects < 300 : null,
+  };
+  const f = r.soak?.flatness;
+  t.soak_flat = {
+    target: `stored size flat after the first simulated month: from week ${f?.fromWeek ?? 6}, the later weeks peak within ${(f?.tolerance ?? 0.05) * 100}% of the earlier`,
+    measured: f ? `${(f.growth * 100).toFixed(1)}% (weeks ${f.fromWeek}-${f.toWeek})` : null,
+    met: f?.held ?? null,
   };
   return t;
 }
@@ -338,9 +349,24 @@ export function printTable(r: BenchResults): void {
       "cpu cores": cpu(b.generator_cpu_cores, b.server_cpu_cores),
     });
   }
+  if (r.soak) {
+    const k = r.soak;
+    const last = k.results.at(-1);
+    rows.push({
+      scenario: `soak (${fmt(k.mix.readers, 0)} readers, ${k.weeks} simulated weeks)`,
+      generator: "in-process, clock injected",
+      throughput: "-",
+      "p50 / p99 / p99.9 ms": "-",
+      result: last
+        ? `database ${fmt(last.databaseBytes / 1e6, 2)} MB at week ${last.week}, ${fmt(last.storedBytesPerLiveReader, 0)} B stored per live reader; ${k.flatness.held === null ? "too short to judge flatness" : k.flatness.held ? "flat" : "NOT flat"}`
+        : "no week measured",
+      "cpu cores": "-",
+    });
+  }
   console.log(`\nsvc bench (${r.mode}, ${r.store} store) on ${r.machine.cores} cores, ${r.machine.cpu_model}`);
   console.table(rows);
   for (const note of contentionNotes(r.contention)) console.log(note);
+  if (r.soak) printSoak(r.soak);
   if (r.mode === "smoke") {
     console.log("smoke run: it checks that the bench runs; no target is judged (run --quick or a full run).");
   } else if (r.targets) {

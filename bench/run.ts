@@ -5,7 +5,9 @@
  * DATABASE_URL's server), deploys the bench site and issues keys through the CLI and admin API,
  * pre-generates signed requests, then runs: saturation and ceiling (wrk), spec rate and over
  * the limit (the open-loop sender), and memory (a fresh server touching N meter subjects).
- * Prints a table and writes bench/results/<timestamp>.json.
+ * Last, the soak (bench/soak.ts): stored size over simulated weeks, in this process with the
+ * clock injected; `--scenario soak` runs it alone. Prints a table and writes
+ * bench/results/<timestamp>.json.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -430,9 +432,19 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
   );
 }
 
+/** The soak: in this process, on a fresh store of the bench's kind (bench/soak.ts). */
+async function soak(cfg: BenchConfig, results: BenchResults): Promise<void> {
+  const { runSoak } = await import("./soak");
+  results.soak = await timed(`soak: ${cfg.soakWeeks} simulated weeks, ${cfg.soakReaders} readers`, () =>
+    runSoak({ weeks: cfg.soakWeeks, readers: cfg.soakReaders, databaseUrl: cfg.databaseUrl, log, onCleanup }),
+  );
+}
+
 /** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */
 function sanityErrors(r: BenchResults): string[] {
   const out: string[] = [];
+  if (!r.soak || r.soak.results.length === 0) out.push("soak: no simulated week measured");
+  if (r.config.scenario === "soak") return out;
   if (!r.prime || r.prime.status_200 === 0) out.push("prime: no request answered 200");
   if (!r.saturation || r.saturation.requests === 0) out.push("saturation: no requests completed");
   else if (r.saturation.non_2xx === r.saturation.requests) out.push("saturation: no request answered 200");
@@ -517,12 +529,15 @@ async function main(): Promise<number> {
     if (results.machine.busy_cores_before_start > 0.3) {
       log(`warning: ${results.machine.busy_cores_before_start} cores already busy before the bench started`);
     }
-    await ensureWrk();
-    await ensureOpenLoopSender();
-    results.versions.wrk = wrkVersion();
-    results.versions.cc = commandOutput(["cc", "--version"]).split("\n")[0] ?? "";
+    if (cfg.scenario === "all") {
+      await ensureWrk();
+      await ensureOpenLoopSender();
+      results.versions.wrk = wrkVersion();
+      results.versions.cc = commandOutput(["cc", "--version"]).split("\n")[0] ?? "";
+    }
     log(`mode ${cfg.mode}, ${results.store} store, ${results.machine.cores} cores (${results.machine.cpu_model})`);
-    await bench(cfg, results, workDir);
+    if (cfg.scenario === "all") await bench(cfg, results, workDir);
+    await soak(cfg, results);
     const broken = sanityErrors(results);
     results.errors.push(...broken);
     if (broken.length > 0) code = 1;

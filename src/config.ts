@@ -124,8 +124,10 @@ export interface RetentionSettings {
   readonly checkoutEventDays: number;
   /** The audit log, identity conflicts, dead jobs and recommendation usage. */
   readonly auditDays: number;
-  /** Document versions kept per site besides the live and staged ones (the newest). */
+  /** Document versions kept per site besides the live and staged ones (the newest), at most. */
   readonly documentVersions: number;
+  /** Days a version is kept past the newest few (`DOCUMENT_VERSIONS_ALWAYS`), within `documentVersions`. */
+  readonly documentDays: number;
   /** Decision counts by minute, hour and day (src/insight): days each grain is kept. */
   readonly decisionMinuteDays: number;
   readonly decisionHourDays: number;
@@ -279,6 +281,7 @@ function retentionSettings(env: Env): RetentionSettings {
     checkoutEventDays,
     auditDays: intVar(env, "SVC_RETAIN_AUDIT_DAYS", 365, 1, 36500),
     documentVersions: intVar(env, "SVC_RETAIN_DOCUMENT_VERSIONS", 200, 1, 1_000_000),
+    documentDays: intVar(env, "SVC_RETAIN_DOCUMENT_DAYS", 30, 0, 36500),
     // At least what the insight ranges read: 1 hour by minute, 7 days by hour, 30 days by day.
     decisionMinuteDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_MINUTE_DAYS", 2, 1, 3650),
     decisionHourDays: intVar(env, "SVC_RETAIN_DECISIONS_BY_HOUR_DAYS", 35, 8, 3650),

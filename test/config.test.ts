@@ -29,6 +29,7 @@ describe("configuration", () => {
       checkoutEventDays: 7,
       auditDays: 365,
       documentVersions: 200,
+      documentDays: 30,
     });
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_WORKERS: "4", DATABASE_URL: "postgres://x@127.0.0.1/db" }).workers).toBe(
       4,
@@ -122,6 +123,7 @@ describe("configuration", () => {
     ["SVC_RETAIN_CHECKOUT_EVENTS_DAYS", "3"],
     ["SVC_RETAIN_AUDIT_DAYS", "0"],
     ["SVC_RETAIN_DOCUMENT_VERSIONS", "0"],
+    ["SVC_RETAIN_DOCUMENT_DAYS", "a month"],
   ])("stops with a message naming %s when it is %p", (variable, value) => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);

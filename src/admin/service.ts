@@ -8,6 +8,7 @@ import type { SiteStore } from "../sites/store";
 export interface AdminServiceDeps {
   readonly siteStore: SiteStore;
   readonly changes: ChangeFeed;
+  readonly now: () => number;
 }
 
 /**
@@ -87,7 +88,7 @@ export async function deploySite(
   if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);
   const stage = preview ? "preview" : "live";
   const text = source ?? JSON.stringify(document, null, 2);
-  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage, text);
+  const version = await deps.siteStore.storeDocument(tenantId, siteId, checked.document, stage, text, deps.now());
   await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
   return { site: siteId, tenant: tenantId, version, stage };
 }

@@ -147,6 +147,8 @@ export class Outbox {
         html: mail.html === undefined ? null : this.sealed.seal(mail.html),
         headers: mail.headers === undefined ? null : this.sealed.seal(JSON.stringify(mail.headers)),
         nextAttemptAt: new Date(this.now()),
+        // The retention sweep ages sent mail by this clock (src/retention).
+        createdAt: new Date(this.now()),
       })
       .returning({ id: mailOutbox.id });
     return row!.id;

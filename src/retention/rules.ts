@@ -18,6 +18,9 @@ export interface RetentionRule {
 
 const before = (ms: number) => new Date(ms).toISOString();
 
+/** A site's newest document versions that stay whatever their age (a rollback target always exists). */
+export const DOCUMENT_VERSIONS_ALWAYS = 10;
+
 /** Rules over one table each; meter periods (two tables and their key) are swept by `sweepMeterPeriods`. */
 export const RETENTION_RULES: readonly RetentionRule[] = [
   {
@@ -77,11 +80,19 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   },
   {
     table: "site_documents",
-    // The live and staged versions always stay, and the newest `documentVersions` for rollback.
-    where: (s) => sql`version <= (select max(d.version) from site_documents d
-        where d.tenant_id = site_documents.tenant_id and d.site_id = site_documents.site_id) - ${s.documentVersions}
+    // The live and staged versions always stay, and the newest `DOCUMENT_VERSIONS_ALWAYS`; past
+    // those, a version goes once it is `documentDays` old or `documentVersions` newer ones exist.
+    where: (s, now) => sql`version <= (select max(d.version) from site_documents d
+        where d.tenant_id = site_documents.tenant_id and d.site_id = site_documents.site_id)
+        - (case when created_at < ${before(now - s.documentDays * DAY_MS)}
+            then ${Math.min(DOCUMENT_VERSIONS_ALWAYS, s.documentVersions)}::int else ${s.documentVersions}::int end)
       and not exists (select 1 from sites x where x.tenant_id = site_documents.tenant_id and x.id = site_documents.site_id
         and (x.live_version = site_documents.version or x.preview_version = site_documents.version))`,
+  },
+  {
+    table: "mail_budget",
+    // A window's spending is read only while the window lasts; the budget also prunes as it spends.
+    where: (_s, now) => sql`expires_at < ${before(now)}`,
   },
   { table: "audit_log", where: (s, now) => sql`at < ${before(now - s.auditDays * DAY_MS)}` },
   { table: "identity_conflicts", where: (s, now) => sql`created_at < ${before(now - s.auditDays * DAY_MS)}` },

@@ -137,7 +137,8 @@ export class SiteStore {
   /**
    * Stores a new document version and makes it the live (or staged preview) one: the validated
    * document as data, and beside it `source`, the text its author wrote (jsonb keeps neither the
-   * author's spacing nor key order).
+   * author's spacing nor key order); `now` stamps it (the retention sweep ages versions by the
+   * same clock, src/retention).
    */
   async storeDocument(
     tenantId: string,
@@ -145,6 +146,7 @@ export class SiteStore {
     document: unknown,
     stage: "live" | "preview",
     source: string,
+    now: number,
   ): Promise<number> {
     return this.db.transaction(async (tx) => {
       // Lock the site row so concurrent deploys get distinct versions.
@@ -156,7 +158,9 @@ export class SiteStore {
       const version = Number(max?.v ?? 0) + 1;
       // Newsletter lists get their stable ids here, under the site's lock (src/newsletters).
       const stored = await withNewsletterIds(tx, tenantId, siteId, document);
-      await tx.insert(siteDocuments).values({ tenantId, siteId, version, stage, document: stored, source });
+      await tx
+        .insert(siteDocuments)
+        .values({ tenantId, siteId, version, stage, document: stored, source, createdAt: new Date(now) });
       await tx
         .update(sites)
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })

@@ -216,6 +216,17 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
         job("dead-new", "dead", ago(DAY)),
         job("queued-old", "queued", ago(400 * DAY)),
       ]);
+    const budget = (subject: string, expiresAt: Date) => ({
+      tenantId: "t",
+      budget: "sign_in:mailbox",
+      subject,
+      windowStart: expiresAt.getTime() - 600_000,
+      spent: 1,
+      expiresAt,
+    });
+    await d
+      .insert(s.mailBudget)
+      .values([budget("ended", ago(60_000)), budget("ended-long-ago", ago(30 * DAY)), budget("open", ahead(60_000))]);
     await d.insert(s.recommendationUsage).values([
       { tenantId: "t", period: "2025-12", calls: 1 },
       { tenantId: "t", period: "2026-04", calls: 1 },
@@ -260,6 +271,8 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
     expect(await left(sql`select key as k from jobs`)).toEqual(["dead-new", "queued-old"]);
     expect(await left(sql`select period as k from recommendation_usage`)).toEqual(["2026-04"]);
     expect(await left(sql`select subject as k from change_log`)).toEqual(["recent"]);
+    // A budget's window is read only while it lasts: gone as soon as it ended.
+    expect(await left(sql`select subject as k from mail_budget`)).toEqual(["open"]);
   });
 
   it("keeps the newest change-log row however old, so a starting process knows where the log is", async () => {
@@ -356,6 +369,44 @@ describe.each(storeKinds)("retention sweeps what ended and keeps what is live (%
       "5",
       "6",
     ]);
+  });
+
+  it("sweeps a version past the newest 10 once it is SVC_RETAIN_DOCUMENT_DAYS old, and keeps the live one", async () => {
+    await db.db.insert(s.tenants).values({ id: "aged" });
+    await db.db.insert(s.sites).values({ tenantId: "aged", id: "news", liveVersion: 3 });
+    // Versions 1-14 are 40 days old, 15-20 a day old: the newest 10 (11-20) stay whatever their
+    // age, the live one (3) stays, the other old ones go.
+    for (let version = 1; version <= 20; version++) {
+      await db.db.insert(s.siteDocuments).values({
+        tenantId: "aged",
+        siteId: "news",
+        version,
+        stage: "live",
+        document: {},
+        createdAt: ago((version <= 14 ? 40 : 1) * DAY),
+      });
+    }
+    const sweep = (documentDays: number, documentVersions: number) =>
+      new RetentionSweeper({
+        db: db.db,
+        jobs: { register: () => {}, enqueue: async () => {} },
+        settings: { ...settings, documentDays, documentVersions },
+        now: clock.now,
+        logger: memoryLogger(),
+        vacuum: false,
+      }).sweep(NOW);
+    const versions = async () =>
+      (await left(sql`select version::text as k from site_documents where tenant_id = 'aged'`))
+        .map(Number)
+        .sort((a, b) => a - b);
+    // 60 days: none is old enough; within the cap of 200, all stay.
+    await sweep(60, 200);
+    expect(await versions()).toHaveLength(20);
+    await sweep(30, 200);
+    expect(await versions()).toEqual([3, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    // The cap still bounds young versions: at most 5 kept besides the live one.
+    await sweep(30, 5);
+    expect(await versions()).toEqual([3, 16, 17, 18, 19, 20]);
   });
 
   it("runs as a job of the queue, owed by the timer", async () => {
