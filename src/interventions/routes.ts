@@ -41,6 +41,7 @@ export function interventionRoutes(deps: InterventionRouteDeps, hub: Interventio
               tenantId: site.tenantId,
               siteId: site.id,
               keyId: apiKey.id,
+              keyExpiresAt: apiKey.expiresAt,
               subjects,
               send(frame) {
                 if (!open) return;
