@@ -26,6 +26,7 @@ export function streamingRoutes(deps: StreamingRouteDeps) {
       deps.streamingFacts.drop(site.tenantId, site.id, userIds);
       return deps.changes.announce();
     },
+    now: deps.now,
   };
   return new Elysia({ prefix: "/v1" })
     .use(credentials(deps))
