@@ -20,7 +20,7 @@ import { grantRoutes } from "./grants/routes";
 import { bodyTooLarge, jsonBody } from "./http/body-limit";
 import type { PeerSource } from "./http/client-address";
 import { browserCors } from "./http/cors";
-import { appErrorResponse, errorEnvelope } from "./http/error-envelope";
+import { appErrorResponse, errorEnvelope, type ListedRoute } from "./http/error-envelope";
 import { serveOverH1 } from "./http/h1/server";
 import { checkRequestUrl } from "./http/json-shape";
 import { onBothMounts } from "./http/mounts";
@@ -79,7 +79,8 @@ export function createApp(deps: Deps) {
     .use(newsletterLinkRoutes(deps))
     // The console's pages read their own forms and answer their own HTML errors (src/console).
     .use(consoleRoutes(deps))
-    .use(errorEnvelope(deps.logger))
+    // Its details name the routes' own members only, read from the whole route table.
+    .use(errorEnvelope(deps.logger, (): readonly ListedRoute[] => whole.routes))
     .use(jsonBody(maxBody))
     .onRequest(({ request }) => urlRefusal(request) ?? bodyTooLarge(request, maxBody))
     .get("/health", () => ({ ok: true }))

@@ -2,18 +2,43 @@ import { Elysia } from "elysia";
 import { StoreUnavailable, storeUnavailableOf } from "../infra/deadline";
 import { AppError, errorBody, statusOf } from "../infra/errors";
 import type { Logger } from "../logger";
+import { safePointer } from "./safe-pointer";
 
 export interface ValueIssue {
   path: string;
   message: string;
 }
 
-/** Failing paths and messages of a schema check (TypeBox errors), each once. */
-export function validationDetails(errors: Iterable<{ path?: string; message?: string }>): ValueIssue[] {
+/** A schema no member is declared in: every path under it stops at the root. */
+const NO_SCHEMA = {};
+
+/** One issue with its path cut to the schema's own member names (`safePointer`), and the rule. */
+function safeIssue(schema: unknown, path: string, message: string): ValueIssue {
+  const safe = safePointer(schema, path);
+  if (!safe.cut) return { path: safe.path, message };
+  // TypeBox says "Unexpected property" of a member an object does not declare.
+  return {
+    path: safe.path,
+    message:
+      message === "Unexpected property" ? "has a member it does not accept" : `has a member that fails: ${message}`,
+  };
+}
+
+/**
+ * Failing paths and messages of a schema check (TypeBox errors), each once. With the `schema`
+ * checked, a path stops before the first member name the caller chose (`safePointer`), so no
+ * member name is echoed; without one the paths are the caller's own (fixed names and indices).
+ */
+export function validationDetails(
+  errors: Iterable<{ path?: string; message?: string }>,
+  schema?: unknown,
+): ValueIssue[] {
   const seen = new Set<string>();
   const issues: ValueIssue[] = [];
   for (const e of errors) {
-    const issue = { path: e.path || "/", message: e.message ?? "is invalid" };
+    const path = e.path || "/";
+    const message = e.message ?? "is invalid";
+    const issue = schema === undefined ? { path, message } : safeIssue(schema, path, message);
     const id = `${issue.path}\u0000${issue.message}`;
     if (seen.has(id)) continue;
     seen.add(id);
@@ -22,9 +47,35 @@ export function validationDetails(errors: Iterable<{ path?: string; message?: st
   return issues;
 }
 
-/** The 422 of a body that failed its schema, with the failing paths in details. */
-export const validationError = (errors: Iterable<{ path?: string; message?: string }>) =>
-  new AppError("validation_failed", "The request failed validation.", validationDetails(errors));
+/**
+ * The 422 of a body that failed its schema, with the failing paths in details: give the schema
+ * whenever the paths come from checking a caller's value against it (TypeBox's errors).
+ */
+export const validationError = (errors: Iterable<{ path?: string; message?: string }>, schema?: unknown) =>
+  new AppError("validation_failed", "The request failed validation.", validationDetails(errors, schema));
+
+/** The schema an Elysia validation error checked (its compiled check keeps it as `schema`). */
+function checkedSchema(error: unknown): unknown {
+  const validator = (error as { validator?: unknown }).validator;
+  if (typeof validator !== "object" || validator === null) return NO_SCHEMA;
+  return "schema" in validator ? ((validator as { schema?: unknown }).schema ?? NO_SCHEMA) : validator;
+}
+
+/** An error of the body's parse stage (text Postgres cannot store) with its paths cut to `schema`. */
+function withSafePaths(error: AppError, schema: unknown): AppError {
+  if (!Array.isArray(error.details)) return error;
+  const details = (error.details as ValueIssue[]).map((d) =>
+    typeof d?.path === "string" ? safeIssue(schema, d.path, d.message) : d,
+  );
+  return new AppError(error.code, error.message, details, error.headers);
+}
+
+/** A route as Elysia lists it (`app.routes`): its body schema, when it declares one. */
+export interface ListedRoute {
+  readonly method: string;
+  readonly path: string;
+  readonly hooks?: { readonly body?: unknown };
+}
 
 const json = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -85,16 +136,26 @@ export function errorResponseOf(logger: Logger, request: Request, error: unknown
  * The one place a failure becomes the envelope `{ error: { code, message, details? } }`.
  * Unexpected errors are logged with a request id and answered without internals.
  */
-export function errorEnvelope(logger: Logger) {
-  return new Elysia({ name: "error-envelope" }).onError({ as: "global" }, ({ code, error, request }) => {
-    // Elysia wraps what a body parser throws in its PARSE error: unwrap ours.
+export function errorEnvelope(logger: Logger, routes: () => readonly ListedRoute[] = () => []) {
+  let bodySchemas: Map<string, unknown> | null = null;
+  const bodySchemaOf = (method: string, route: string): unknown => {
+    bodySchemas ??= new Map(routes().map((r) => [`${r.method} ${r.path}`, r.hooks?.body]));
+    return bodySchemas.get(`${method} ${route}`) ?? NO_SCHEMA;
+  };
+  return new Elysia({ name: "error-envelope" }).onError({ as: "global" }, ({ code, error, request, route }) => {
+    // Elysia wraps what a body parser throws in its PARSE error: unwrap ours, its paths cut to
+    // the route's body schema (the parse stage runs before the schema is checked).
     const cause = (error as { cause?: unknown }).cause;
-    if (code === "PARSE" && cause instanceof AppError) return appErrorResponse(cause);
+    if (code === "PARSE" && cause instanceof AppError) {
+      return appErrorResponse(withSafePaths(cause, bodySchemaOf(request.method, route)));
+    }
     if (error instanceof StoreUnavailable) return storeUnavailableResponse(logger, request, error);
     if (error instanceof AppError) return appErrorResponse(error);
     switch (code) {
       case "VALIDATION":
-        return appErrorResponse(validationError((error as { all?: { path?: string; message?: string }[] }).all ?? []));
+        return appErrorResponse(
+          validationError((error as { all?: { path?: string; message?: string }[] }).all ?? [], checkedSchema(error)),
+        );
       case "PARSE":
         return json(400, errorBody("bad_request", "The request body is not valid JSON."));
       case "NOT_FOUND":
