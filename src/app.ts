@@ -32,6 +32,7 @@ import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
 import { adminImpactRoutes } from "./impact/admin-routes";
+import { errorText, stackFrames } from "./infra/error-text";
 import { AppError, errorBody } from "./infra/errors";
 import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
@@ -151,7 +152,7 @@ export function listen(
   port = deps.config.port,
 ) {
   const onError = (error: Error) => {
-    deps.logger.error("unhandled server error", { error: `${error.name}: ${error.message}`, stack: error.stack });
+    deps.logger.error("unhandled server error", { error: errorText(error), stack: stackFrames(error) });
   };
   const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
   const hostname = deps.config.host;

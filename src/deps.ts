@@ -20,6 +20,7 @@ import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
+import { errorText } from "./infra/error-text";
 import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
@@ -204,7 +205,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // A newly counted reader of a gift link is a change every process's streams hear of.
   gifts.onRedeemed = (site, giftId) => {
     changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
-      logger.warn("publishing a gift redemption failed", { error: String(error) });
+      logger.warn("publishing a gift redemption failed", { error: errorText(error) });
     });
   };
   const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);

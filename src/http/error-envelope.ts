@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { StoreUnavailable, storeUnavailableOf } from "../infra/deadline";
+import { errorText, stackFrames } from "../infra/error-text";
 import { AppError, errorBody, statusOf } from "../infra/errors";
 import type { Logger } from "../logger";
 import { safePointer } from "./safe-pointer";
@@ -120,8 +121,9 @@ export function unexpectedErrorResponse(logger: Logger, request: Request, error:
     requestId,
     method: request.method,
     path: new URL(request.url).pathname,
-    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-    stack: error instanceof Error ? error.stack : undefined,
+    // Never a failed query's parameters: they are readers' ids, article ids and addresses.
+    error: errorText(error),
+    stack: stackFrames(error),
   });
   return json(500, errorBody("internal_error", "Something went wrong.", { requestId }));
 }

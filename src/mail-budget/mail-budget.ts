@@ -1,4 +1,5 @@
 import type { Db } from "../../db/client";
+import { errorText } from "../infra/error-text";
 import type { Logger } from "../logger";
 import {
   type BudgetScope,
@@ -102,7 +103,7 @@ export class MailBudget {
 
   private prune(nowMs: number): void {
     this.store.prune(nowMs).catch((error: unknown) => {
-      this.logger.warn("mail budget prune failed", { error: String(error) });
+      this.logger.warn("mail budget prune failed", { error: errorText(error) });
     });
   }
 

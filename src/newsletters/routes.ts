@@ -4,6 +4,7 @@ import type { ClientAddresses, PeerSource } from "../http/client-address";
 import { appErrorResponse } from "../http/error-envelope";
 import type { Mount } from "../http/mounts";
 import { trustedLinkOrigin } from "../identity/link-origin";
+import { errorText } from "../infra/error-text";
 import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
 import type { SiteRegistry } from "../sites/registry";
@@ -114,7 +115,7 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
         return await handler(request, server);
       } catch (error) {
         if (error instanceof AppError) return appErrorResponse(error);
-        deps.logger.error("newsletter link failed", { error: String(error) });
+        deps.logger.error("newsletter link failed", { error: errorText(error) });
         return page(outcomePage({ kind: "unknown_link", label: null }).replace("not valid", "not usable now"), 500);
       }
     };
