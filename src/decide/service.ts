@@ -52,7 +52,7 @@ function evaluateGathered(g: Gathered): BatchResult | Promise<BatchResult> {
   }
   const { req } = g;
   const verified = req.document.verifyContent(req.input.content, req.now);
-  if (verified !== null && verified.idTooLong) throw articleIdTooLong();
+  if (verified?.idTooLong) throw articleIdTooLong();
   const articleId = verified?.articleId ?? null;
   const snapshot = snapshotOf(g, verified, articleId);
   const result = evaluateBatch(req.document, req.input.features, snapshot);
