@@ -187,6 +187,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     tenant: () => registry.reloadTenants(),
     site: (change) => registry.reloadSite(change.tenantId, change.subject),
     grants: (change) => userFacts.invalidate(change.tenantId, change.subject),
+    traits: (change) => userFacts.invalidate(change.tenantId, change.subject),
     gift: (change) => gifts.onGiftChanged(change.tenantId, change.subject, now()),
     streaming: (change) => streamingFacts.invalidate(change.tenantId, change.subject),
   };
@@ -247,6 +248,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
     identityProvider: (tenantId) => registry.identityProvider(tenantId),
     organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
+    traitsChanged: (tenantId, userId) => changes.publish({ topic: "traits", tenantId, subject: userId }),
   };
   const services = new ServiceConfigs(
     new DrizzleServiceConfigStore(database.db),

@@ -4,7 +4,7 @@ import { changeLog } from "../../db/schema";
 import { errorText } from "../infra/error-text";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift" | "streaming" | "newsletters";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "traits" | "gift" | "streaming" | "newsletters";
 
 export interface Change {
   readonly topic: ChangeTopic;
