@@ -65,11 +65,13 @@ export async function runStreaming(o: StreamingOptions): Promise<StreamingResult
 
   const rand = prng(31);
   let sequence = 0;
+  // Windows must lie within 10 years before and 1 day after the server's clock: start a week back.
+  const firstWindow = Date.now() - 7 * 86_400_000;
   // Client c writes its own share of the readers, 1,000 at a time, each batch with a window one
   // second past the previous one: a client's batches never race each other, so every row lands.
   const share = Math.floor(users.length / o.clients);
   const nextBody = (c: number, k: number) => {
-    const windowEnd = Date.UTC(2026, 0, 1) + sequence++ * 1_000;
+    const windowEnd = firstWindow + sequence++ * 1_000;
     const rows = new Array(STREAMING_BATCH_ROWS);
     for (let i = 0; i < STREAMING_BATCH_ROWS; i++) {
       const row: Record<string, unknown> = {

@@ -383,7 +383,7 @@ export const streamSlots = pgTable(
 /** Change feed that tells every process to reload a site, a key, a user's grants or tenants. */
 export const changeLog = pgTable("change_log", {
   id: bigserial({ mode: "number" }).primaryKey(),
-  topic: text({ enum: ["tenant", "site", "key", "grants", "gift", "streaming", "newsletters"] }).notNull(),
+  topic: text({ enum: ["tenant", "site", "key", "grants", "traits", "gift", "streaming", "newsletters"] }).notNull(),
   tenantId: text().notNull(),
   subject: text().notNull(),
   createdAt: createdAt(),

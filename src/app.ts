@@ -34,6 +34,7 @@ import { identityRoutes } from "./identity/routes";
 import { upstreamPushRoutes } from "./identity/upstream-routes";
 import { igluRoutes } from "./iglu/routes";
 import { adminImpactRoutes } from "./impact/admin-routes";
+import { errorText, stackFrames } from "./infra/error-text";
 import { AppError, errorBody } from "./infra/errors";
 import { adminInsightRoutes } from "./insight/routes";
 import { interventionRoutes } from "./interventions/routes";
@@ -142,6 +143,8 @@ export function createApp(deps: Deps) {
   );
   // Request metrics label each answer with its route template, matched against this table.
   deps.requests.setRoutes(whole.routes);
+  // A JSON group's parse-stage errors name only its body schema's own members (error-envelope.ts).
+  deps.routeTable.set(() => whole.routes);
   return whole;
 }
 
@@ -166,7 +169,7 @@ export function listen(
   port = deps.config.port,
 ) {
   const onError = (error: Error) => {
-    deps.logger.error("unhandled server error", { error: `${error.name}: ${error.message}`, stack: error.stack });
+    deps.logger.error("unhandled server error", { error: errorText(error), stack: stackFrames(error) });
   };
   const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
   const hostname = deps.config.host;

@@ -15,6 +15,7 @@ import { GiftLedger } from "./gifts/ledger";
 import { GiftStore } from "./gifts/store";
 import { GiftTokens } from "./gifts/token";
 import { type ClientAddresses, clientAddresses } from "./http/client-address";
+import { RouteTable } from "./http/error-envelope";
 import { RequestStats } from "./http/request-stats";
 import { AccessTokens } from "./identity/access-token";
 import { type CredentialsPlugin, credentialsPlugin } from "./identity/credentials";
@@ -22,6 +23,7 @@ import type { IdentityDeps } from "./identity/service";
 import { IdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
+import { errorText } from "./infra/error-text";
 import { type OutsideCalls, Tracing, UNTRACED } from "./infra/tracing";
 import { DrizzleInsightStore } from "./insight/drizzle-store";
 import type { InsightDeps } from "./insight/service";
@@ -98,6 +100,8 @@ export interface Deps {
   readonly mailBudget: MailBudget;
   readonly identityDeps: IdentityDeps;
   readonly credentials: CredentialsPlugin;
+  /** The app's routes, for the JSON groups' error details (src/http/error-envelope.ts). */
+  readonly routeTable: RouteTable;
   readonly orgs: OrgStore;
   readonly giftStore: GiftStore;
   readonly gifts: GiftLedger;
@@ -209,6 +213,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     tenant: () => registry.reloadTenants(),
     site: (change) => registry.reloadSite(change.tenantId, change.subject),
     grants: (change) => userFacts.invalidate(change.tenantId, change.subject),
+    traits: (change) => userFacts.invalidate(change.tenantId, change.subject),
     gift: (change) => gifts.onGiftChanged(change.tenantId, change.subject, now()),
     streaming: (change) => streamingFacts.invalidate(change.tenantId, change.subject),
   };
@@ -227,7 +232,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // A newly counted reader of a gift link is a change every process's streams hear of.
   gifts.onRedeemed = (site, giftId) => {
     changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
-      logger.warn("publishing a gift redemption failed", { error: String(error) });
+      logger.warn("publishing a gift redemption failed", { error: errorText(error) });
     });
   };
   const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
@@ -269,6 +274,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
     identityProvider: (tenantId) => registry.identityProvider(tenantId),
     organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
+    traitsChanged: (tenantId, userId) => changes.publish({ topic: "traits", tenantId, subject: userId }),
   };
   const services = new ServiceConfigs(
     new DrizzleServiceConfigStore(database.db),
@@ -393,7 +399,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     browserDecideRate: windows(BROWSER_LIMIT),
     forwardRate: windows(BROWSER_LIMIT),
   };
-  return { ...built, credentials: credentialsPlugin(built) };
+  return { ...built, credentials: credentialsPlugin(built), routeTable: new RouteTable() };
 }
 
 /** Loads state and starts the timers (change poll, counter flush). */

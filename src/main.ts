@@ -7,6 +7,7 @@ import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { signContentPayload } from "./core/verifier";
 import { createDeps, startDeps, stopDeps } from "./deps";
+import { errorText } from "./infra/error-text";
 import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
 import { isClusterPrimary, runClusterPrimary, workerIndex } from "./runtime/cluster";
@@ -77,7 +78,7 @@ async function serve(): Promise<void> {
       await stopDeps(deps);
       process.exit(0);
     } catch (error) {
-      deps.logger.error("unclean stop", { error: String(error) });
+      deps.logger.error("unclean stop", { error: errorText(error) });
       process.exit(1);
     }
   };

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { checkClientTime, EXPIRY_TIME } from "../infra/client-time";
 import { AppError } from "../infra/errors";
 import type { PreviewTokens } from "../preview/tokens";
 import type { SiteRegistry } from "../sites/registry";
@@ -61,8 +62,11 @@ export function adminUserRoutes(deps: AdminUserDeps) {
     .post(
       "/tenants/:tenant/users/:user/grants",
       async ({ params, body }) => {
+        const expiresAt =
+          body.expiresAt === undefined
+            ? null
+            : new Date(checkClientTime(body.expiresAt, deps.now(), EXPIRY_TIME, "/expiresAt"));
         await requireUser(deps, params.tenant, params.user);
-        const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
         const row = await deps.users.addGrant(params.tenant, params.user, body.grant, expiresAt);
         await grantsChanged(params.tenant, params.user);
         return { grant: grantView(row) };

@@ -1,9 +1,10 @@
 import { gt, sql } from "drizzle-orm";
 import { type Database, rowsOf } from "../../db/client";
 import { changeLog } from "../../db/schema";
+import { errorText } from "../infra/error-text";
 import type { Logger } from "../logger";
 
-export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "gift" | "streaming" | "newsletters";
+export type ChangeTopic = "tenant" | "site" | "key" | "grants" | "traits" | "gift" | "streaming" | "newsletters";
 
 export interface Change {
   readonly topic: ChangeTopic;
@@ -114,7 +115,7 @@ export class ChangeFeed {
               this.logger.error("applying a change failed", {
                 topic: row.topic,
                 subject: row.subject,
-                error: String(error),
+                error: errorText(error),
               });
             }
             this.lastId = row.id;
@@ -122,7 +123,7 @@ export class ChangeFeed {
           this.lastReadAt = performance.now();
           if (rows.length === 1000) this.again = true;
         } catch (error) {
-          this.logger.warn("change poll failed", { error: String(error) });
+          this.logger.warn("change poll failed", { error: errorText(error) });
         }
       } while (this.again);
     })().finally(() => {

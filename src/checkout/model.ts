@@ -34,31 +34,27 @@ export const CheckoutReply = t.Object({
   url: t.String(),
 });
 
-/** The JSON pointer of a member, escaped (RFC 6901). */
-const pointer = (path: string, key: string | number) =>
-  `${path}/${String(key).replaceAll("~", "~0").replaceAll("/", "~1")}`;
-
-/** Every member path of a value nested in the body: all of them are stray (the allowlist is flat). */
-function nestedMembers(value: unknown, path: string, out: string[]): void {
-  if (typeof value !== "object" || value === null) return;
-  if (Array.isArray(value)) {
-    value.forEach((v, i) => {
-      out.push(pointer(path, i));
-      nestedMembers(v, pointer(path, i), out);
-    });
-    return;
-  }
-  for (const key of Object.keys(value)) {
-    out.push(pointer(path, key));
-    nestedMembers((value as Record<string, unknown>)[key], pointer(path, key), out);
-  }
+/** Whether a value nested in the body holds any member: all of them are stray (the allowlist is flat). */
+function holdsMembers(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  return Array.isArray(value) ? value.length > 0 : Object.keys(value).length > 0;
 }
 
-const strayMembers = (paths: string[]) =>
+/**
+ * The 400 of stray members: each parent that holds one (the body, or one of the four members),
+ * once, with the rule. Never the stray member's own name: it may be the card number.
+ */
+const strayMembers = (parents: ReadonlySet<string>) =>
   new AppError(
     "bad_request",
     "The checkout body carries members it does not accept; nothing was read or kept. Send only offer, returnPath, cancelPath and (signed out) email.",
-    paths.slice(0, 20).map((path) => ({ path, message: "not accepted" })),
+    [...parents].map((path) => ({
+      path,
+      message:
+        path === "/"
+          ? "has a member it does not accept (only offer, returnPath, cancelPath and email)"
+          : "holds members it does not accept (it must be a string)",
+    })),
   );
 
 /**
@@ -70,15 +66,19 @@ export function checkoutBodyOf(body: unknown): CheckoutBodyValue {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw validationError([{ path: "/", message: "must be an object" }]);
   }
-  const stray: string[] = [];
+  const parents = new Set<string>();
   for (const [key, value] of Object.entries(body)) {
-    if (!ALLOWED.has(key)) stray.push(pointer("", key));
-    nestedMembers(value, pointer("", key), stray);
+    if (!ALLOWED.has(key)) parents.add("/");
+    else if (holdsMembers(value)) parents.add(`/${key}`);
   }
-  if (stray.length > 0) throw strayMembers(stray);
+  if (parents.size > 0) throw strayMembers(parents);
   if (!Value.Check(CheckoutBody, body)) {
-    // Paths and TypeBox's generic messages only: the messages name types and patterns, never values.
-    throw validationError([...Value.Errors(CheckoutBody, body)].map((e) => ({ path: e.path, message: e.message })));
+    // Paths of the four members and TypeBox's generic messages only: they name types and
+    // patterns, never values.
+    throw validationError(
+      [...Value.Errors(CheckoutBody, body)].map((e) => ({ path: e.path, message: e.message })),
+      CheckoutBody,
+    );
   }
   return body as CheckoutBodyValue;
 }

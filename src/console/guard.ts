@@ -1,6 +1,7 @@
 import { auditRecordOf, recordAudit } from "../audit/summary";
 import type { PeerSource } from "../http/client-address";
 import { readCookie } from "../identity/cookies";
+import { errorText } from "../infra/error-text";
 import { AppError, statusOf } from "../infra/errors";
 import { FormError, formOf, htmlResponse, redirect } from "./http";
 import { CONSOLE_PATH, CONSOLE_SESSION_COOKIE, type ConsoleSession, canWrite } from "./model";
@@ -37,7 +38,7 @@ export function errorPage(deps: ConsoleDeps, error: unknown, session: ConsoleSes
     for (const [name, value] of Object.entries(error.headers ?? {})) response.headers.set(name, value);
     return response;
   }
-  deps.logger.error("console error", { error: error instanceof Error ? `${error.name}: ${error.message}` : "unknown" });
+  deps.logger.error("console error", { error: errorText(error) });
   return htmlResponse(messagePage("Something went wrong", "The console could not do that. Try again.", session), 500);
 }
 

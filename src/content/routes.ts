@@ -14,13 +14,14 @@ export type ContentRouteDeps = CredentialDeps & {
 
 /**
  * POST /v1/content/sync (`/v1` only): change notices from the organization's CMS, one re-read
- * owed per id. An API key; the site is the key's pin.
+ * owed per id. An API key and the site header, as the spec's common rule asks of every route but
+ * forward (400 without it); the header must name the key's own site (403 otherwise).
  */
 export function contentRoutes(deps: ContentRouteDeps & JsonApiDeps) {
   return new Elysia({ prefix: "/v1" })
     .use(jsonApi(deps))
     .use(credentials(deps))
-    .guard({ apiKey: { siteFromKey: true } })
+    .guard({ apiKey: { anySiteOfTenant: false } })
     .post("/content/sync", ({ site, body }) => syncContent(deps.contentDeps, site, body.events), {
       body: SyncBody,
       response: { 200: SyncReply },

@@ -66,10 +66,7 @@ export interface CompiledSite {
    * Verifies a content descriptor against the site's content keys. Null when absent, forged,
    * malformed, signed with an unknown `kid` or expired: `content.*` is then unavailable.
    */
-  verifyContent(
-    descriptor: ContentDescriptor | undefined,
-    nowMs: number,
-  ): { facts: Readonly<Record<string, unknown>>; articleId: string | null } | null;
+  verifyContent(descriptor: ContentDescriptor | undefined, nowMs: number): VerifiedContent | null;
 }
 
 const EMPTY: readonly string[] = Object.freeze([]);

@@ -13,10 +13,22 @@ export interface ContentKey {
   readonly secret: string;
 }
 
+/**
+ * Longest article id a descriptor may name (in UTF-16 code units): a seen meter stores it in a
+ * primary key with the subject, and Postgres refuses an index row over about 2.7 kB. 512 units
+ * are at most 1,536 bytes of UTF-8, as a gift link's `contentId` is.
+ */
+export const MAX_ARTICLE_ID_LENGTH = 512;
+
 /** A verified descriptor: its parsed payload (the `content.*` facts) and its article id. */
 export interface VerifiedContent {
   readonly facts: Readonly<Record<string, unknown>>;
   readonly articleId: string | null;
+  /**
+   * The signed `id` is longer than MAX_ARTICLE_ID_LENGTH: decide refuses the request (422)
+   * rather than read it as no article, so a CMS with such ids learns of it at once.
+   */
+  readonly idTooLong: boolean;
 }
 
 export type ContentVerifier = (
@@ -97,11 +109,12 @@ export function createContentVerifier(
 
     const id = record.id;
     let articleId: string | null = null;
+    const idTooLong = typeof id === "string" && id.length > MAX_ARTICLE_ID_LENGTH;
     // An id Postgres could not store (a seen meter's member) reads as no article id.
-    if (typeof id === "string" && id.length > 0 && isStorableText(id)) articleId = id;
+    if (typeof id === "string" && id.length > 0 && !idTooLong && isStorableText(id)) articleId = id;
     else if (typeof id === "number" && Number.isFinite(id)) articleId = String(id);
 
-    return { payload, expiresAtMs, verified: Object.freeze({ facts: deepFreeze(record), articleId }) };
+    return { payload, expiresAtMs, verified: Object.freeze({ facts: deepFreeze(record), articleId, idTooLong }) };
   };
 
   return (descriptor, nowMs) => {

@@ -60,7 +60,7 @@ export function keyedDecideHandler(deps: KeyedDecideDeps): (request: Request) =>
           throw bodyReadError(error);
         }
       }
-      if (!schema.Check(body)) throw validationError(schema.Errors(body));
+      if (!schema.Check(body)) throw validationError(schema.Errors(body), DecideBody);
       const input = body as DecideInput;
       checkSubjects(input);
       const now = deps.now();

@@ -1,7 +1,8 @@
 import { evaluateBatch } from "../core/evaluate";
 import type { BatchResult, FactSnapshot, MeterRead } from "../core/types";
-import type { VerifiedContent } from "../core/verifier";
+import { MAX_ARTICLE_ID_LENGTH, type VerifiedContent } from "../core/verifier";
 import { StoreUnavailable } from "../infra/deadline";
+import { AppError } from "../infra/errors";
 import { answerJson } from "./answer-json";
 import { admissionsOf, admitMembers, applyTicks, refreshMembers } from "./effects";
 import { EMPTY_OBJECT, findHeld, type Gathered, gatherFacts, NO_ADMISSIONS, READ_ROUNDS } from "./gather";
@@ -10,6 +11,12 @@ import type { DecideRequest, Effects, Observer } from "./request";
 import type { DecideDeps } from "./sources";
 
 export { ADMISSION_ROUNDS } from "./gather";
+
+/** A signed descriptor whose `id` no meter can store: refused before anything is evaluated or ticked. */
+const articleIdTooLong = () =>
+  new AppError("validation_failed", "The request failed validation.", [
+    { path: "/content/payload", message: `its id must be at most ${MAX_ARTICLE_ID_LENGTH} characters` },
+  ]);
 
 /**
  * Decide in three phases: gather the facts the named features read (`gather.ts`: synchronous
@@ -45,6 +52,7 @@ function evaluateGathered(g: Gathered): BatchResult | Promise<BatchResult> {
   }
   const { req } = g;
   const verified = req.document.verifyContent(req.input.content, req.now);
+  if (verified?.idTooLong) throw articleIdTooLong();
   const articleId = verified?.articleId ?? null;
   const snapshot = snapshotOf(g, verified, articleId);
   const result = evaluateBatch(req.document, req.input.features, snapshot);

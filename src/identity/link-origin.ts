@@ -19,7 +19,9 @@ const untrustedLinkOrigin = () =>
 
 /**
  * The origin a mailed link is built on, never one a caller can choose: the tenant's public URL;
- * else the origin the request reached when its host name is one of the tenant's host names; else
+ * else the request's scheme and host name when the host name is one of the tenant's host names,
+ * on that scheme's default port (a host name is configured without a port, so the port a caller
+ * writes in `Host` never reaches a link: a service on another port sets a public URL); else
  * `SVC_PUBLIC_URL` (the single-tenant shortcut); else, for a tenant with no host names at all (the
  * demo / single-tenant install answering every host), a loopback origin (localhost, 127.0.0.1,
  * [::1]). Anything else is refused (400): a forged Host never reaches a reader's mailbox.
@@ -39,7 +41,7 @@ export function trustedLinkOrigin(
     reached = null;
   }
   const web = reached !== null && (reached.protocol === "http:" || reached.protocol === "https:");
-  if (web && tenants.isHostOf(tenantId, reached!.hostname)) return reached!.origin;
+  if (web && tenants.isHostOf(tenantId, reached!.hostname)) return `${reached!.protocol}//${reached!.hostname}`;
   if (servicePublicUrl) return servicePublicUrl;
   if (web && !tenants.hasHostsOf(tenantId) && LOOPBACK.has(reached!.hostname)) return reached!.origin;
   throw untrustedLinkOrigin();

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { AppError, type ErrorCode } from "../infra/errors";
 import { hashSecret } from "../keys/key-value";
 import type { Logger } from "../logger";
@@ -36,6 +37,11 @@ export interface IdentityDeps {
     userId: string,
     activeOrganizationId: string | null,
   ) => Promise<OrgClaims>;
+  /**
+   * A user's traits changed: every process drops its held facts of the user (the change feed's
+   * `traits` topic), as a grant change does, so decide reads the new `user.*` at once.
+   */
+  readonly traitsChanged: (tenantId: string, userId: string) => Promise<void>;
 }
 
 /** What the access cookie carries about organizations (src/orgs fills it). */
@@ -449,6 +455,8 @@ export async function updateUserDetails(
     ...(patch.lastName !== undefined ? { lastName: patch.lastName } : {}),
     traits: checked.traits,
   });
+  // Only a change of traits is news to decide (`user.*`); a retry or a new name is not.
+  if (!isDeepStrictEqual(stored, checked.traits)) await deps.traitsChanged(user.tenantId, user.id);
   return { ...userJson(user), userTraits: checked.traits };
 }
 

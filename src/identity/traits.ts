@@ -39,9 +39,10 @@ export function validateTraits(
       out[key] = value;
       continue;
     }
-    const def = definitions[key];
+    const def = Object.hasOwn(definitions, key) ? definitions[key] : undefined;
     if (!def) {
-      issues.push({ path, message: "is not a trait this site declares" });
+      // The caller chose this name, and it may carry data: the parent is named, never the key.
+      issues.push({ path: "/userTraits", message: "has a member that is not a trait this site declares" });
       continue;
     }
     const retired = new Set(def.retired ?? []);

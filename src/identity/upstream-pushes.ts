@@ -1,3 +1,4 @@
+import { checkClientTime, EVENT_TIME } from "../infra/client-time";
 import { AppError } from "../infra/errors";
 import type { UserRow } from "../users/store";
 import type { IdentityDeps } from "./service";
@@ -36,8 +37,9 @@ export async function changeIdentifier(
   tenantId: string,
   input: { subject: string; email: string; changedAt: string; emailVerified?: boolean },
 ): Promise<PushResult> {
+  // A far-future time would make every later change "older": refused before anything is read.
+  const changedAt = new Date(checkClientTime(input.changedAt, deps.now(), EVENT_TIME, "/changedAt"));
   const user = await boundUser(deps, tenantId, input.subject);
-  const changedAt = new Date(input.changedAt);
   if (user.emailChangedAt && changedAt.getTime() <= user.emailChangedAt.getTime()) {
     return { success: true, userId: user.id, applied: false };
   }

@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import type { BatchResult, FactSnapshot, MeterKind, MeterRead } from "../core/types";
 import type { DecisionEngine, DecisionSampler } from "../decide/engine";
 import type { DecideRequest } from "../decide/request";
+import { errorText } from "../infra/error-text";
 import type { Logger } from "../logger";
 
 /**
@@ -197,7 +198,7 @@ export class ImpactSamples implements DecisionSampler {
       this.keep(req, snapshot, result, answer);
     };
     const failed = (error: unknown) => {
-      this.logger?.debug("impact sample not captured", { error: String(error) });
+      this.logger?.debug("impact sample not captured", { error: errorText(error) });
     };
     try {
       const evaluated = engine.evaluate(req, observe);

@@ -28,6 +28,8 @@ export interface Listener {
   readonly tenantId: string;
   readonly siteId: string;
   readonly keyId: string;
+  /** When the key expires (epoch ms), or null: the stream closes then, as on revocation. */
+  readonly keyExpiresAt: number | null;
   /** Null: the whole site. */
   readonly subjects: ReadonlySet<string> | null;
   /** Writes one SSE frame (already formatted); false when the stream has gone. */
@@ -50,6 +52,8 @@ export interface HubOptions {
 }
 
 const SEP = "\u0001";
+/** The longest delay setTimeout takes (about 24.8 days); a later expiry is timed in steps. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** One SSE frame; `data` is one JSON line, so no field can break the frame. */
 function sseFrame(id: string, event: InterventionEvent): string {
@@ -71,6 +75,8 @@ export class InterventionHub {
   private readonly listenedAt = new Map<string, number>();
   private readonly periods = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | null = null;
+  /** A timer per stream whose key expires, closing it at the expiry. */
+  private readonly expiries = new Map<Listener, ReturnType<typeof setTimeout>>();
   private open = 0;
   /** Opens of a key waiting for their slot (`admit`): counted with the key's streams. */
   private readonly opening = new Map<string, number>();
@@ -129,6 +135,7 @@ export class InterventionHub {
     }
     set.add(listener);
     this.byKey.set(listener.keyId, this.streamsOf(listener.keyId) + 1);
+    if (listener.keyExpiresAt !== null) this.closeAtExpiry(listener);
     this.listenedAt.set(site, this.options.now());
     this.open++;
     if (this.timer === null) {
@@ -154,6 +161,11 @@ export class InterventionHub {
     const set = this.listeners.get(site);
     if (set === undefined || !set.delete(listener)) return;
     if (set.size === 0) this.listeners.delete(site);
+    const expiry = this.expiries.get(listener);
+    if (expiry !== undefined) {
+      clearTimeout(expiry);
+      this.expiries.delete(listener);
+    }
     const left = this.streamsOf(listener.keyId) - 1;
     if (left <= 0) this.byKey.delete(listener.keyId);
     else this.byKey.set(listener.keyId, left);
@@ -167,6 +179,24 @@ export class InterventionHub {
       clearInterval(this.timer);
       this.timer = null;
     }
+  }
+
+  /**
+   * Closes a stream when its key expires, as revocation does: a timer at the expiry (by the hub's
+   * clock; re-armed while the clock has not reached it), and every tick checks again.
+   */
+  private closeAtExpiry(listener: Listener): void {
+    const left = (listener.keyExpiresAt as number) - this.options.now();
+    const timer = setTimeout(
+      () => {
+        this.expiries.delete(listener);
+        if (left <= 0) listener.close();
+        else this.closeAtExpiry(listener);
+      },
+      Math.min(Math.max(left, 0), MAX_TIMER_MS),
+    );
+    (timer as { unref?: () => void }).unref?.();
+    this.expiries.set(listener, timer);
   }
 
   /** Closes every stream (shutdown). */
@@ -290,8 +320,11 @@ export class InterventionHub {
       this.options.slots.renew(held).catch(() => {});
     }
     const heartbeat = `: heartbeat ${now}\n\n`;
-    for (const [site, set] of this.listeners) {
-      for (const l of set) l.send(heartbeat);
+    for (const [site, set] of [...this.listeners]) {
+      for (const l of [...set]) {
+        if (l.keyExpiresAt !== null && l.keyExpiresAt <= now) l.close();
+        else l.send(heartbeat);
+      }
       const [tenantId, siteId] = site.split(SEP) as [string, string];
       const meters = this.registry.site(tenantId, siteId)?.live?.meters;
       if (meters === undefined) continue;

@@ -48,6 +48,7 @@ export function interventionRoutes(deps: InterventionRouteDeps & JsonApiDeps, hu
               tenantId: site.tenantId,
               siteId: site.id,
               keyId: apiKey.id,
+              keyExpiresAt: apiKey.expiresAt,
               subjects,
               send(frame) {
                 if (!open) return;

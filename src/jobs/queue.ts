@@ -1,3 +1,4 @@
+import { errorText } from "../infra/error-text";
 import type { Tracing } from "../infra/tracing";
 import type { Logger } from "../logger";
 import type { ClaimedJob, JobStore, KindStats } from "./store";
@@ -134,7 +135,7 @@ export class JobQueue {
         const leaseMs = Math.max(...[...this.kinds.values()].map((k) => k.options.leaseMs));
         claimed = await this.store.claim(kinds, this.now(), BATCH, leaseMs);
       } catch (error) {
-        this.logger.warn("job claim failed", { error: String(error) });
+        this.logger.warn("job claim failed", { error: errorText(error) });
         return done;
       }
       const results = await Promise.all(claimed.map((job) => this.runOne(job)));

@@ -1,5 +1,6 @@
 import type { Db } from "../../db/client";
 import { rateLimitFields } from "../counters/rate-limit-fields";
+import { errorText } from "../infra/error-text";
 import type { Logger } from "../logger";
 import {
   type BudgetScope,
@@ -129,7 +130,7 @@ export class MailBudget {
 
   private prune(nowMs: number): void {
     this.store.prune(nowMs).catch((error: unknown) => {
-      this.logger.warn("mail budget prune failed", { error: String(error) });
+      this.logger.warn("mail budget prune failed", { error: errorText(error) });
     });
   }
 

@@ -2,6 +2,7 @@ import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import nodemailer from "nodemailer";
 import type { Db } from "../../db/client";
 import { mailOutbox } from "../../db/schema";
+import { errorText } from "../infra/error-text";
 import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
 import type { SealedText } from "./sealed-text";
@@ -221,7 +222,7 @@ export class Outbox {
         .where(inArray(mailOutbox.status, ["pending", "sending"]));
       return row?.at == null ? Number.POSITIVE_INFINITY : new Date(row.at).getTime();
     } catch (error) {
-      this.logger.warn("outbox due-time read failed", { error: String(error) });
+      this.logger.warn("outbox due-time read failed", { error: errorText(error) });
       return 0;
     }
   }
@@ -251,7 +252,7 @@ export class Outbox {
         )
         .returning();
     } catch (error) {
-      this.logger.warn("outbox claim failed", { error: String(error) });
+      this.logger.warn("outbox claim failed", { error: errorText(error) });
       return { sent: 0, claimed: 0 };
     }
     let sent = 0;
@@ -274,7 +275,12 @@ export class Outbox {
       } catch (error) {
         const failed = row.attempts >= MAX_ATTEMPTS;
         const backoffMs = Math.min(5 * 60_000, 2 ** row.attempts * 1000);
-        this.logger.warn("mail not sent", { id: row.id, attempt: row.attempts, final: failed, error: String(error) });
+        this.logger.warn("mail not sent", {
+          id: row.id,
+          attempt: row.attempts,
+          final: failed,
+          error: errorText(error),
+        });
         await this.db
           .update(mailOutbox)
           .set({

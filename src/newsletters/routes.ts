@@ -5,6 +5,7 @@ import { appErrorResponse, errorResponseOf, type JsonApiDeps, jsonApi } from "..
 import type { Mount } from "../http/mounts";
 import { requestIdFor } from "../http/request-id";
 import { trustedLinkOrigin } from "../identity/link-origin";
+import { errorText } from "../infra/error-text";
 import { AppError } from "../infra/errors";
 import type { Logger } from "../logger";
 import type { SiteRegistry } from "../sites/registry";
@@ -117,7 +118,7 @@ export function newsletterLinkRoutes(deps: NewsletterLinkRouteDeps) {
         return await handler(request, server);
       } catch (error) {
         if (error instanceof AppError) return appErrorResponse(error, requestIdFor(request));
-        deps.logger.error("newsletter link failed", { error: String(error) });
+        deps.logger.error("newsletter link failed", { error: errorText(error) });
         return page(outcomePage({ kind: "unknown_link", label: null }).replace("not valid", "not usable now"), 500);
       }
     };

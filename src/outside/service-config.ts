@@ -74,7 +74,7 @@ export class ServiceConfigs {
   async set(tenantId: string, service: string, config: unknown): Promise<{ service: ServiceName; set: string[] }> {
     const name = serviceNameOf(service);
     const schema = SERVICE_SCHEMAS[name];
-    if (!Value.Check(schema, config)) throw validationError(Value.Errors(schema, config));
+    if (!Value.Check(schema, config)) throw validationError(Value.Errors(schema, config), schema);
     for (const [member, value] of Object.entries(config as Record<string, string>)) {
       if (value.startsWith("env:")) {
         if (!/^env:[A-Z_][A-Z0-9_]{0,127}$/.test(value))

@@ -2,6 +2,7 @@ import type { Static } from "elysia";
 import type { ContentItem } from "../content/mapping";
 import type { ContentStore } from "../content/store";
 import { validationError } from "../http/error-envelope";
+import { errorText } from "../infra/error-text";
 import { AppError } from "../infra/errors";
 import { type OutsideCalls, UNTRACED } from "../infra/tracing";
 import type { Logger } from "../logger";
@@ -60,7 +61,7 @@ export async function recommend(
   const [answer] = await Promise.allSettled([
     engine.recommend(ask),
     deps.usage.countCall(site.tenantId, deps.now()).catch((error) => {
-      deps.logger.warn("recommendation call not counted", { tenant: site.tenantId, error: String(error) });
+      deps.logger.warn("recommendation call not counted", { tenant: site.tenantId, error: errorText(error) });
     }),
   ]);
   if (answer.status === "rejected") {

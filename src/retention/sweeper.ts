@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import type { RetentionSettings } from "../config";
+import { errorText } from "../infra/error-text";
 import type { JobHandler, KindOptions } from "../jobs/queue";
 import type { Logger } from "../logger";
 import { type MeterRetention, RETENTION_RULES, sweepBatch, sweepMeterPeriods } from "./rules";
@@ -78,7 +79,7 @@ export class RetentionSweeper {
 
   private owe(): void {
     this.deps.jobs.enqueue(RETENTION_JOB, [{ key: "all", payload: null }]).catch((error: unknown) => {
-      this.deps.logger.warn("owing a retention sweep failed", { error: String(error) });
+      this.deps.logger.warn("owing a retention sweep failed", { error: errorText(error) });
     });
   }
 

@@ -27,6 +27,7 @@ export function streamingRoutes(deps: StreamingRouteDeps & JsonApiDeps) {
       deps.streamingFacts.drop(site.tenantId, site.id, userIds);
       return deps.changes.announce();
     },
+    now: deps.now,
   };
   return new Elysia({ prefix: "/v1" })
     .use(jsonApi(deps))

@@ -1,4 +1,5 @@
 import type { ColumnType, PipelineDefinition } from "../core/document-schema";
+import { EVENT_TIME, timeOutOfRange, withinRange } from "../infra/client-time";
 import { AppError, notFound } from "../infra/errors";
 import type { SiteState } from "../sites/registry";
 import { isUserId } from "../users/store";
@@ -34,6 +35,7 @@ export interface StreamingDeps {
    * process (the statement logged the change; this sends the NOTIFY).
    */
   readonly written: (site: SiteState, userIds: readonly string[]) => Promise<void>;
+  readonly now: () => number;
 }
 
 const unknownPipeline = () => notFound("Unknown pipeline.");
@@ -135,12 +137,16 @@ export async function writeBatch(
   };
   const groups = new Map<string, Group>();
   let notUserIds = 0;
-  for (const row of rows) {
-    const parsed = parseRow(row, pipeline.columns);
+  const now = deps.now();
+  for (let r = 0; r < rows.length; r++) {
+    const parsed = parseRow(rows[r], pipeline.columns);
     if (typeof parsed === "string") {
       reject(parsed);
       continue;
     }
+    // One far-future row would make every later row of the user stale until then: the batch is
+    // refused whole (nothing written), naming the row.
+    if (!withinRange(parsed.windowEnd, now, EVENT_TIME)) throw timeOutOfRange(`/rows/${r}/window_end`, EVENT_TIME);
     // Users are keyed by uuid: any other id names no user (after the site check, below).
     if (!isUserId(parsed.userId)) {
       notUserIds += 1;

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { SESSION_TTL_MS } from "../../src/identity/service";
+import { hashSecret } from "../../src/keys/key-value";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
@@ -54,6 +57,60 @@ describe.each(storeKinds)("changes reach every process within a second (%s store
       const answer = await (await decideOnB({ features: ["paywall"], userId })).json();
       return answer.decisions.paywall.outcome === "free";
     });
+  });
+});
+
+/** The basic site with a `country` trait and a feature that reads it. */
+function traitsDocument() {
+  const doc = basicDocument({ traits: { country: { type: "string" } } });
+  (doc.features as Record<string, unknown>).edition = {
+    purpose: "decision",
+    outcomes: { uk: { type: "data", fields: { edition: "uk" } }, world: {} },
+    rules: [{ when: { fact: "user.country", eq: "GB" }, then: "uk" }],
+    default: "world",
+    onError: "world",
+  };
+  return doc;
+}
+
+describe.each(storeKinds)("a reader's new traits reach decide in every process (%s store)", (kind) => {
+  let key: string;
+  const w = twoProcesses(kind, async (a) => {
+    ({ key } = await seedSite(a, "news", traitsDocument()));
+  });
+  const edition = async (h: Harness, userId: string) => {
+    const res = await h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", "x-api-key": key },
+      body: { features: ["edition"], userId },
+    });
+    expect(res.status).toBe(200);
+    return (await res.json()).decisions.edition.outcome as string;
+  };
+
+  it("drops the user's held facts in the process that took the change at once, and in another within a second", async () => {
+    const identity = w.a.deps.identityDeps.identity;
+    const user = await identity.findOrCreateByEmail("default", "traveller@example.com", true);
+    const token = randomBytes(32).toString("base64url");
+    await identity.createSession("default", user.id, hashSecret(token), new Date(w.a.clock.now() + SESSION_TTL_MS));
+    // Both processes hold the user's facts (no country yet).
+    expect(await edition(w.a, user.id)).toBe("world");
+    expect(await edition(w.b, user.id)).toBe("world");
+    const patched = await w.a.request("PATCH", "/v1/id/user-details", {
+      headers: { "x-svc-site-id": "news", cookie: `svc.session_token=${token}` },
+      body: { userTraits: { country: "GB" } },
+    });
+    expect(patched.status).toBe(200);
+    expect((await patched.json()).userTraits).toEqual({ country: "GB" });
+    expect(await edition(w.a, user.id)).toBe("uk");
+    await within(1000, async () => (await edition(w.b, user.id)) === "uk");
+    // And back: a removed trait is gone everywhere too.
+    const cleared = await w.a.request("PATCH", "/v1/id/user-details", {
+      headers: { "x-svc-site-id": "news", cookie: `svc.session_token=${token}` },
+      body: { userTraits: { country: null } },
+    });
+    expect(cleared.status).toBe(200);
+    expect(await edition(w.a, user.id)).toBe("world");
+    await within(1000, async () => (await edition(w.b, user.id)) === "world");
   });
 });
 

@@ -75,30 +75,40 @@ describe.each(storeKinds)("POST /svc/v1/checkout (%s store)", (kind) => {
     const topLevel = await fetch(`${w.base}/svc/v1/checkout`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-svc-site-id": "news", origin: ORIGIN, cookie: reader.cookie },
-      body: JSON.stringify({ ...valid, cardNumber: "4242424242424242-TOPLEVEL-MARKER" }),
+      // A stray member whose name is the card number, as well as one whose value is.
+      body: JSON.stringify({
+        ...valid,
+        cardNumber: "4242424242424242-TOPLEVEL-MARKER",
+        "5555555555554444": "NAME-MARKER",
+      }),
     });
     expect(topLevel.status).toBe(400);
     const top = await errorOf(topLevel);
     expect(top.code).toBe("bad_request");
-    expect(top.details).toEqual([{ path: "/cardNumber", message: "not accepted" }]);
+    // A fixed pointer to the parent and the rule: never the member's own name.
+    expect(top.details).toEqual([
+      { path: "/", message: "has a member it does not accept (only offer, returnPath, cancelPath and email)" },
+    ]);
 
     const nested = await fetch(`${w.base}/svc/v1/checkout`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-svc-site-id": "news", origin: ORIGIN },
       body: JSON.stringify({
         ...valid,
-        offer: { id: "offer_annual", cvc: "987-NESTED-MARKER" },
+        offer: { id: "offer_annual", cvc: "987-NESTED-MARKER", "4000056655665556": { exp: "12/34" } },
         email: "x@example.com",
       }),
     });
     expect(nested.status).toBe(400);
     const inner = await errorOf(nested);
     expect(inner.details).toEqual([
-      { path: "/offer/id", message: "not accepted" },
-      { path: "/offer/cvc", message: "not accepted" },
+      { path: "/offer", message: "holds members it does not accept (it must be a string)" },
     ]);
     const answered = JSON.stringify([top, inner]);
     expect(answered).not.toContain("MARKER");
+    for (const card of ["5555555555554444", "4000056655665556", "cvc", "cardNumber"]) {
+      expect(answered).not.toContain(card);
+    }
 
     expect(w.stripe.sessions.length).toBe(before);
     const logged = w.h.logger.lines.slice(linesBefore).join("\n");
@@ -106,9 +116,11 @@ describe.each(storeKinds)("POST /svc/v1/checkout (%s store)", (kind) => {
     expect(logged).toContain("/svc/v1/checkout");
     expect(logged).not.toContain("MARKER");
     expect(logged).not.toContain("4242424242424242");
+    expect(logged).not.toContain("5555555555554444");
     const stored = await everyStoredRow(w);
     expect(stored).not.toContain("MARKER");
     expect(stored).not.toContain("4242424242424242");
+    expect(stored).not.toContain("5555555555554444");
   });
 
   it("refuses a wrong shape with 422 and the failing paths, never echoing a value", async () => {

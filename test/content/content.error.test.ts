@@ -60,7 +60,7 @@ describe.each(storeKinds)("content sync: bad bodies, CMS failures and restarts (
 
   it("answers 400 for malformed JSON", async () => {
     const res = await h.request("POST", "/v1/content/sync", {
-      headers: { "x-api-key": key },
+      headers: { "x-svc-site-id": "news", "x-api-key": key },
       rawBody: '{"events": [',
     });
     expect(res.status).toBe(400);
@@ -187,8 +187,22 @@ describe.each(storeKinds)("content sync: credentials (%s store)", (kind) => {
     await db.drop();
   }, 60_000);
 
+  it("answers 400 without the site header (the spec's common rule), even with the key's own site implied", async () => {
+    const res = await h.request("POST", "/v1/content/sync", {
+      headers: { "x-api-key": key },
+      body: { events: [{ id: "1" }] },
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("bad_request");
+    await drain(h);
+    expect(await itemOf(h, "1", "news")).toBe(404);
+  });
+
   it("answers 401 without a key or with an unknown one, before reading the body", async () => {
-    const none = await h.request("POST", "/v1/content/sync", { body: { nonsense: true } });
+    const none = await h.request("POST", "/v1/content/sync", {
+      headers: { "x-svc-site-id": "news" },
+      body: { nonsense: true },
+    });
     expect(none.status).toBe(401);
     expect(((await none.json()) as { error: { message: string } }).error.message).toBe("Missing API key.");
     const bad = await sync(h, "svc_not_a_key", { events: [] });
@@ -202,7 +216,7 @@ describe.each(storeKinds)("content sync: credentials (%s store)", (kind) => {
 
   it("files a notice under the key's own site only", async () => {
     cms.stories.set("301", articleStory(301));
-    await sync(h, otherKey, { events: [{ id: "301" }] });
+    await sync(h, otherKey, { events: [{ id: "301" }] }, { "x-svc-site-id": "sports" });
     h.clock.advance(5_000);
     await drain(h);
     expect(await itemOf(h, "301", "sports")).toMatchObject({ id: "301" });

@@ -16,9 +16,12 @@ export async function contentSite(h: Harness) {
   return { cms, key };
 }
 
-/** POST /v1/content/sync under a key. */
+/** POST /v1/content/sync under a key, selecting site "news" unless `headers` say otherwise. */
 export function sync(h: Harness, key: string, body: unknown, headers: Record<string, string> = {}) {
-  return h.request("POST", "/v1/content/sync", { headers: { "x-api-key": key, ...headers }, body });
+  return h.request("POST", "/v1/content/sync", {
+    headers: { "x-svc-site-id": "news", "x-api-key": key, ...headers },
+    body,
+  });
 }
 
 /**

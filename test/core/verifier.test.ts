@@ -19,7 +19,7 @@ const payload = JSON.stringify({ id: "story-1", section: "politics", premium: tr
 describe("content descriptors", () => {
   test("a valid descriptor yields its facts and article id", () => {
     const r = verify({ payload, signature: sign(payload, K1.secret) }, NOW);
-    expect(r).toEqual({ facts: JSON.parse(payload), articleId: "story-1" });
+    expect(r).toEqual({ facts: JSON.parse(payload), articleId: "story-1", idTooLong: false });
   });
 
   test("signContentPayload signs as the docs say (unpadded base64url)", () => {
@@ -45,8 +45,22 @@ describe("content descriptors", () => {
     expect(verify({ payload: p, signature: sign(p, K2.secret) }, NOW)).toEqual({
       facts: { id: 7, kid: "k2" },
       articleId: "7",
+      idTooLong: false,
     });
     expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toBeNull();
+  });
+
+  test("an id over 512 characters is marked too long and names no article; 512 is an article id", () => {
+    const long = JSON.stringify({ id: "x".repeat(513) });
+    expect(verify({ payload: long, signature: sign(long, K1.secret) }, NOW)).toMatchObject({
+      articleId: null,
+      idTooLong: true,
+    });
+    const edge = JSON.stringify({ id: "y".repeat(512) });
+    expect(verify({ payload: edge, signature: sign(edge, K1.secret) }, NOW)).toMatchObject({
+      articleId: "y".repeat(512),
+      idTooLong: false,
+    });
   });
 
   test("no kid means the first key", () => {
@@ -108,6 +122,7 @@ describe("content descriptors", () => {
     expect(verify({ payload: p, signature: sign(p, K1.secret) }, NOW)).toEqual({
       facts: JSON.parse(p),
       articleId: null,
+      idTooLong: false,
     });
   });
 

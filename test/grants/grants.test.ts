@@ -54,6 +54,18 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
       });
     });
 
+    it("refuses a grant expiry far from the service's clock with 422, granting nothing", async () => {
+      const reader = await signIn(h, box, `expiry${mount.length}@example.com`);
+      for (const expiresAt of ["9999-12-31T23:59:59Z", "1970-01-01T00:00:00Z"]) {
+        const res = await grant(reader.userId, "forever", expiresAt);
+        expect(res.status).toBe(422);
+        expect((await res.json()).error.details).toEqual([
+          { path: "/expiresAt", message: "must be within 10 years before and 100 years after the service's clock" },
+        ]);
+      }
+      expect(await (await grants(mount, { cookie: reader.cookie })).json()).toEqual({ grants: [] });
+    });
+
     it("answers an empty list for a user holding nothing", async () => {
       const reader = await signIn(h, box, `empty${mount.length}@example.com`);
       const res = await grants(mount, { cookie: reader.cookie });

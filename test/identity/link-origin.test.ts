@@ -131,6 +131,14 @@ describe.each(storeKinds)("links in sign-in mail are built only on trusted origi
     expect((await ask("http://news.acme.example.", "b4@beta.example")).status).toBe(400);
   });
 
+  it("builds a link on a tenant host name at its scheme's default port, never the port the caller wrote", async () => {
+    // acme.test:8081 in Host must not give links to :8081: a host name is configured without a port.
+    expect((await mailedLink("http://beta.example:8081", "p1@beta.example")).origin).toBe("http://beta.example");
+    const https = await mailedLink("https://www.beta.example:8443", "p2@beta.example", "/svc/v1");
+    expect(`${https.origin}${https.pathname}`).toBe("https://www.beta.example/svc/v1/id/magic-link");
+    expect((await mailedLink("http://beta.example:80", "p3@beta.example")).origin).toBe("http://beta.example");
+  });
+
   it("sets, stores and clears a tenant's public URL through the admin API", async () => {
     const set = await h.admin("PUT", "/admin/tenants/beta/public-url", { publicUrl: "https://id.beta.example" });
     expect(set.status).toBe(200);
@@ -194,6 +202,18 @@ describe.each(storeKinds)("links in sign-in mail are built only on trusted origi
       await h.deps.outbox.drain();
       expect(box.mails.length).toBe(before + 1);
       expect(linkIn(box.mails.at(-1)!.text).origin).toBe(`http://127.0.0.1:${server.port}`);
+      // A tenant's host name with a port the caller chose: the link leaves the port out.
+      const ported = await rawRequest(
+        server.port!,
+        "POST /v1/id/sign-in/magic-link HTTP/1.1\r\nhost: beta.example:8081\r\nx-svc-site-id: news\r\ncontent-type: application/json\r\n",
+        JSON.stringify({ email: "ported@beta.example" }),
+      );
+      expect(ported.status).toBe(200);
+      await h.deps.outbox.drain();
+      expect(box.mails.length).toBe(before + 2);
+      const link = linkIn(box.mails.at(-1)!.text);
+      expect(link.origin).toBe("http://beta.example");
+      expect(box.mails.at(-1)!.text).not.toContain(":8081");
     } finally {
       await h.app.stop();
     }
@@ -250,6 +270,13 @@ describe("trustedLinkOrigin, the rule on its own", () => {
       "https://id.example",
       "https://a.example/x",
       "https://a.example",
+    ],
+    [
+      "a configured host on its scheme's default port, not the one the request named",
+      { hosts: ["a.example"] },
+      undefined,
+      "http://a.example:8081/x",
+      "http://a.example",
     ],
     [
       "SVC_PUBLIC_URL for an unconfigured host",

@@ -143,7 +143,7 @@ describe("sessions, get-session, sign-out and user details", () => {
     for (const [body, path] of [
       [{ userTraits: { interests: ["gardening"] } }, "/userTraits/interests/0"],
       [{ userTraits: { birthYear: "old" } }, "/userTraits/birthYear"],
-      [{ userTraits: { shoeSize: 9 } }, "/userTraits/shoeSize"],
+      [{ userTraits: { shoeSize: 9 } }, "/userTraits"],
       [{ name: "" }, "/name"],
       [{ firstName: "x".repeat(101) }, "/firstName"],
     ] as const) {
@@ -151,6 +151,12 @@ describe("sessions, get-session, sign-out and user details", () => {
       expect(res.status).toBe(422);
       expect(JSON.stringify((await res.json()).error.details)).toContain(path);
     }
+    // A trait name the site does not declare is the caller's own (it may carry data): never echoed.
+    const stray = await patch({ userTraits: { "4242424242424242": 1 } });
+    expect(stray.status).toBe(422);
+    expect((await stray.json()).error.details).toEqual([
+      { path: "/userTraits", message: "has a member that is not a trait this site declares" },
+    ]);
     const now = await (await h.request("GET", "/v1/id/get-session", { headers: headers({ cookie: s.cookie }) })).json();
     expect(now.user.name).toBeNull();
     const unchanged = await (await patch({})).json();

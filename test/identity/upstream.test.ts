@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase } from "../helpers/databases";
+import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
@@ -12,7 +12,7 @@ const dualDocument = () =>
     },
   });
 
-describe("upstream pushes", () => {
+describe.each(storeKinds)("upstream pushes (%s store)", (kind) => {
   let h: Harness;
   let idp: FakeIdp;
   let db: Awaited<ReturnType<typeof freshDatabase>>;
@@ -21,7 +21,7 @@ describe("upstream pushes", () => {
 
   beforeAll(async () => {
     idp = await startFakeIdp();
-    db = await freshDatabase("embedded");
+    db = await freshDatabase(kind);
     h = await startHarness(db);
     ({ key: newsKey } = await seedSite(h, "news", dualDocument()));
     ({ key: sportKey } = await seedSite(h, "sport", basicDocument()));
@@ -109,6 +109,34 @@ describe("upstream pushes", () => {
     });
     user = await sessionOf(p.token);
     expect(user).toMatchObject({ email: "verified@example.com", emailVerified: true });
+  });
+
+  it("refuses a changedAt far from the service's clock with 422, so no push can freeze an address", async () => {
+    const p = await person("sub-far", "far@example.com");
+    const day = 86_400_000;
+    for (const changedAt of [
+      "9999-12-31T23:59:59Z",
+      new Date(h.clock.now() + day + 1000).toISOString(),
+      "1970-01-01T00:00:00Z",
+    ]) {
+      const res = await push("change-identifier", { subject: "sub-far", email: "frozen@example.com", changedAt });
+      expect(res.status).toBe(422);
+      expect((await res.json()).error).toEqual({
+        code: "validation_failed",
+        message: "The request failed validation.",
+        details: [
+          { path: "/changedAt", message: "must be within 10 years before and 1 day after the service's clock" },
+        ],
+      });
+    }
+    expect(await sessionOf(p.token)).toMatchObject({ email: "far@example.com" });
+    // A later honest change still applies.
+    const now = new Date(h.clock.now()).toISOString();
+    expect(
+      await (
+        await push("change-identifier", { subject: "sub-far", email: "moved@example.com", changedAt: now })
+      ).json(),
+    ).toMatchObject({ applied: true });
   });
 
   it("refuses an address held by another live user with 409, naming them, and records the conflict", async () => {

@@ -221,6 +221,38 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
     expect(bad.status).toBe(422);
   });
 
+  it("closes a stream when its key expires, as revocation does", async () => {
+    const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", {
+      name: "one day",
+      expiresInDays: 1,
+    });
+    const expiring = (await issued.json()) as { key: string; id: string };
+    const open = () =>
+      openSse(`${base}/v1/decide/interventions`, {
+        "x-svc-site-id": "news",
+        authorization: `Bearer ${expiring.key}`,
+      });
+    const stream = await open();
+    try {
+      expect(stream.response.status).toBe(200);
+      // Still open across heartbeats before the expiry.
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      h.clock.advance(24 * 60 * 60_000 - 60_000);
+      await stream.next((f) => f.comment?.startsWith("heartbeat") === true);
+      expect(h.deps.interventions.streamsOf(expiring.id)).toBe(1);
+      h.clock.advance(60_000);
+      await stream.closed();
+      expect(h.deps.interventions.streamsOf(expiring.id)).toBe(0);
+      // And the key opens nothing more.
+      const again = await fetch(`${base}/v1/decide/interventions`, {
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${expiring.key}` },
+      });
+      expect(again.status).toBe(401);
+    } finally {
+      stream.close();
+    }
+  });
+
   it("closes a stream when its key is revoked", async () => {
     const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "short-lived" });
     const other = (await issued.json()) as { key: string; id: string };

@@ -98,7 +98,7 @@ describe.each(storeKinds)("streaming rows refused, and bad bodies (%s store)", (
     const pipeline = site.live!.document.pipelines!.engagement!;
     expect((await h.admin("POST", "/admin/tenants/default/sites/news/disable")).status).toBeLessThan(300);
     try {
-      const deps = { store: h.deps.streamingStore, written: () => h.deps.changes.announce() };
+      const deps = { store: h.deps.streamingStore, written: () => h.deps.changes.announce(), now: h.clock.now };
       const reply = await writeBatch(deps, site, "engagement", pipeline, [
         { user_id: u, window_end: T0, score: 1 },
         { user_id: "not-a-uuid", window_end: T0 },
@@ -162,6 +162,35 @@ describe.each(storeKinds)("streaming rows refused, and bad bodies (%s store)", (
     const undeclared = await postRows(h, key, "engagement", { rows: [{ user_id: u, window_end: T0, note: "\u0000" }] });
     expect(undeclared.status).toBe(422);
     expect(await stored(h, u)).toBeUndefined();
+  });
+
+  it("answers 422 for a window_end far from the service's clock, writing nothing, so no row can freeze a user", async () => {
+    const u = await user();
+    const now = h.clock.now();
+    const DAY = 86_400_000;
+    // Year 275760, the latest time a JavaScript date holds: once stored, every later row was stale.
+    for (const far of [8_640_000_000_000_000, now + DAY + 1, "2099-01-01T00:00:00Z", 0, now - 3651 * DAY]) {
+      const res = await postRows(h, key, "engagement", {
+        rows: [
+          { user_id: u, window_end: T0, score: 1 },
+          { user_id: u, window_end: far, score: 2 },
+        ],
+      });
+      expect(res.status).toBe(422);
+      const body = await res.json();
+      expect(body.error.code).toBe("validation_failed");
+      expect(body.error.details).toEqual([
+        { path: "/rows/1/window_end", message: "must be within 10 years before and 1 day after the service's clock" },
+      ]);
+      expect(await stored(h, u)).toBeUndefined();
+    }
+    // The edges land: a day ahead, then an honest row an hour later is stale only until then.
+    expect(await post([{ user_id: u, window_end: now + DAY, score: 3 }])).toEqual({ received: 1, rejected: {} });
+    expect(await post([{ user_id: u, window_end: now, score: 4 }])).toEqual({ received: 0, rejected: { stale: 1 } });
+    h.clock.advance(DAY + 1);
+    expect(await post([{ user_id: u, window_end: h.clock.now(), score: 5 }])).toEqual({ received: 1, rejected: {} });
+    expect(await stored(h, u)).toEqual({ windowEnd: h.clock.now(), values: { score: 5 } });
+    h.clock.advance(-(DAY + 1));
   });
 
   it("answers 413 for more than 1,000 rows and writes none of them", async () => {
