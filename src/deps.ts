@@ -38,6 +38,7 @@ import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
+import { type BrowserRecommendationRate, browserRecommendationRate } from "./recommendations/routes";
 import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
 import { RetentionSweeper } from "./retention/sweeper";
@@ -112,6 +113,8 @@ export interface Deps {
     /** The keyed mount's answers as JSON text (a hit serialises nothing). */
     readonly cache: AnswerCache<string>;
     readonly usage: UsageStore;
+    /** The browser mount's windows, per client and per site (per process). */
+    readonly browserRate: BrowserRecommendationRate;
   };
   /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
   readonly newsletters: NewsletterDeps;
@@ -283,6 +286,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
     cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
     usage,
+    browserRate: browserRecommendationRate(config.recommendationsSitePerMinute),
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);

@@ -265,10 +265,10 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     site: "optional",
   },
   "get /svc/v1/recommendations": {
-    summary: "Recommendations for the browser's reader (never cached)",
+    summary: "Recommendations for the browser's reader (never cached; windows per client and per site)",
     tag: "recommendations",
     credential: "browser",
-    statuses: [200, 400, 401, 403, 404, 422, 500, 503],
+    statuses: [200, 400, 401, 403, 404, 422, 429, 500, 503],
     site: "required",
   },
   "get /v1/iglu/schemas": {

@@ -1026,7 +1026,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recommendations for the browser's reader (never cached) */
+        /** Recommendations for the browser's reader (never cached; windows per client and per site) */
         get: operations["getRecommendationsBrowser"];
         put?: never;
         post?: never;
@@ -5245,6 +5245,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };
