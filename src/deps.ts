@@ -2,6 +2,7 @@ import { type Database, openDatabase } from "../db/client";
 import { type AuditStore, DrizzleAuditStore } from "./audit/store";
 import { type Change, ChangeFeed, type ChangeTopic } from "./changes/change-feed";
 import type { Config } from "./config";
+import { registerConsoleJobs } from "./console/service";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
 import { type ContentStore, DrizzleContentStore } from "./content/store";
@@ -33,6 +34,7 @@ import type { MailBudgetRules } from "./mail-budget/budgets";
 import { MailBudget } from "./mail-budget/mail-budget";
 import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
+import { registerAnonymousSubscribeJob } from "./newsletters/service";
 import { StoreSizes } from "./ops/store-sizes";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
@@ -154,7 +156,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       dataDir: config.dataDir,
       onProgress: (message, fields) => logger.info(message, fields),
     }));
-  const siteStore = new SiteStore(database.db);
+  const siteStore = new SiteStore(database.db, new SealedText(config.secret, "content-key"));
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
@@ -290,7 +292,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
-  return {
+  const deps: Deps = {
     newsletters,
     interventions,
     impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
@@ -354,6 +356,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     browserDecideRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
     forwardRate: new RateWindows(BROWSER_LIMIT, DECIDE_WINDOW_MS),
   };
+  registerConsoleJobs(deps);
+  registerAnonymousSubscribeJob(newsletters);
+  return deps;
 }
 
 /** Loads state and starts the timers (change poll, counter flush). */

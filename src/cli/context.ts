@@ -32,6 +32,7 @@ export interface Values {
   readonly site?: string | undefined;
   readonly limit?: string | undefined;
   readonly role?: string | undefined;
+  readonly "secret-file"?: string | undefined;
 }
 
 /** What a command prints: `json` with --json, else `text`. */

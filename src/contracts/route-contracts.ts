@@ -1,5 +1,6 @@
 import type { TSchema } from "elysia";
 import {
+  ContentKeysAnswer,
   CreatedSiteAnswer,
   CreatedTenantAnswer,
   CreatedUserAnswer,
@@ -10,6 +11,7 @@ import {
   PreviewTokenAnswer,
   RevokedGrantAnswer,
   RevokedKeyAnswer,
+  RotatedContentKeyAnswer,
   SitesAnswer,
   TenantsAnswer,
 } from "../admin/model";
@@ -594,6 +596,16 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
   "get /admin/tenants/{tenant}/sites/{site}/documents": admin("A site's document versions", ADMIN_READ),
   "get /admin/tenants/{tenant}/sites/{site}/documents/{version}": admin("One document version", ADMIN_READ),
   "post /admin/tenants/{tenant}/sites/{site}/documents/{version}/publish": admin("Publish a staged version"),
+  "get /admin/tenants/{tenant}/sites/{site}/content-keys": admin(
+    "A site's content keys: ids and fingerprints, never a secret",
+    ADMIN_READ,
+    ContentKeysAnswer,
+  ),
+  "post /admin/tenants/{tenant}/sites/{site}/content-keys/{keyId}/rotate": admin(
+    "Replace a content key's secret (one made here is answered this once)",
+    ADMIN_WRITE,
+    RotatedContentKeyAnswer,
+  ),
   "get /admin/tenants/{tenant}/sites/{site}/keys": admin("A site's API keys", ADMIN_READ, KeysAnswer),
   "post /admin/tenants/{tenant}/sites/{site}/keys": admin(
     "Issue an API key (its value shown once)",

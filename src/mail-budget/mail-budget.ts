@@ -96,6 +96,17 @@ export class MailBudget {
     if (++this.spends % PRUNE_EVERY === 0) this.prune(nowMs);
   }
 
+  /**
+   * Runs a write whose mails an earlier spend paid for (work a request handed off to a job, so
+   * that the request does the same work whatever the address), in one transaction; the outbox
+   * is kicked once it has committed.
+   */
+  async paid<T>(write: (tx: Tx) => Promise<T>): Promise<T> {
+    const value = await this.db.transaction(write);
+    this.outbox.kick();
+    return value;
+  }
+
   counts(): BudgetCounts {
     return { refused: this.refused, warned: this.warned };
   }

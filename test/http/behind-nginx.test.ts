@@ -117,6 +117,8 @@ describe.each(storeKinds)("behind nginx terminating TLS, two processes (%s store
    */
   const mailTo = async (address: string) => {
     for (let attempt = 0; attempt < 20; attempt++) {
+      await h.deps.jobs.runDue();
+      await second.deps.jobs.runDue();
       await h.deps.outbox.drain();
       await second.deps.outbox.drain();
       const mail = box.mails.filter((m) => m.to === address).at(-1);
