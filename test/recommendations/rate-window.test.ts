@@ -77,7 +77,7 @@ describe.each(storeKinds)("recommendations: the browser mount's rate windows (%s
     expect(statuses.filter((s) => s === 200)).toHaveLength(RECOMMENDATIONS_CLIENT_PER_MINUTE);
     expect(statuses.filter((s) => s === 429)).toHaveLength(300 - RECOMMENDATIONS_CLIENT_PER_MINUTE);
     expect(engine.calls.length - before).toBe(RECOMMENDATIONS_CLIENT_PER_MINUTE);
-  });
+  }, 60_000);
 
   it("opens the client's window again in the next minute", async () => {
     nextMinute();
@@ -88,7 +88,7 @@ describe.each(storeKinds)("recommendations: the browser mount's rate windows (%s
       `"recommendations-client";r=${RECOMMENDATIONS_CLIENT_PER_MINUTE - 1};t=55, "recommendations-site";r=${SITE_PER_MINUTE - 1};t=55`,
     );
     expect(engine.calls.length - before).toBe(1);
-  });
+  }, 60_000);
 
   it("holds many clients to the site's window, and a client refused by its own window spends none of it", async () => {
     nextMinute();
@@ -112,5 +112,5 @@ describe.each(storeKinds)("recommendations: the browser mount's rate windows (%s
     }
     expect(statuses.filter((s) => s === 200)).toHaveLength(SITE_PER_MINUTE - RECOMMENDATIONS_CLIENT_PER_MINUTE);
     expect(engine.calls.length - before).toBe(SITE_PER_MINUTE);
-  });
+  }, 60_000);
 });
