@@ -87,6 +87,25 @@ export const siteDocuments = pgTable(
   (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.version] })],
 );
 
+/**
+ * Each site's content-signing keys, outside the document history: a document names its keys by id
+ * only, so no version, diff or history shows a secret, and a rollback cannot bring back a secret
+ * that was rotated away. `secret` is sealed (AES-256-GCM under SVC_SECRET, purpose
+ * `content-key`); `rotated_at` is when it was last replaced (null: never).
+ */
+export const contentKeys = pgTable(
+  "content_keys",
+  {
+    tenantId: text().notNull(),
+    siteId: text().notNull(),
+    keyId: text().notNull(),
+    secret: text().notNull(),
+    createdAt: createdAt(),
+    rotatedAt: timestamp({ withTimezone: true, mode: "date" }),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.siteId, t.keyId] })],
+);
+
 export const apiKeys = pgTable(
   "api_keys",
   {

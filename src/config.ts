@@ -51,6 +51,8 @@ export interface Config {
   readonly cmsTimeoutMs: number;
   /** How long the recommendation engine may take before the request answers 503. */
   readonly recommendationTimeoutMs: number;
+  /** Browser recommendation calls one site answers per minute, per process (its clients share it). */
+  readonly recommendationsSitePerMinute: number;
   /** How long one call to the newsletter vendor (listmonk) may take before the sync is retried. */
   readonly newsletterVendorTimeoutMs: number;
   /**
@@ -247,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     cmsTimeoutMs: intVar(env, "SVC_CMS_TIMEOUT_MS", 5000, 100, 60_000),
     newsletterVendorTimeoutMs: intVar(env, "SVC_NEWSLETTER_VENDOR_TIMEOUT_MS", 5000, 100, 60_000),
     recommendationTimeoutMs: intVar(env, "SVC_RECOMMENDATION_TIMEOUT_MS", 1000, 50, 60_000),
+    recommendationsSitePerMinute: intVar(env, "SVC_RECOMMENDATIONS_SITE_PER_MINUTE", 6000, 1, 10_000_000),
     runtimeThreads,
     httpServer,
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),

@@ -2,6 +2,7 @@ import { type Database, openDatabase } from "../db/client";
 import { type AuditStore, DrizzleAuditStore } from "./audit/store";
 import { type Change, ChangeFeed, type ChangeTopic } from "./changes/change-feed";
 import type { Config } from "./config";
+import { registerConsoleJobs } from "./console/service";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
 import { type ContentDeps, registerContentJobs } from "./content/service";
 import { type ContentStore, DrizzleContentStore } from "./content/store";
@@ -41,11 +42,13 @@ import type { MailBudgetRules } from "./mail-budget/budgets";
 import { MailBudget } from "./mail-budget/mail-budget";
 import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
+import { registerAnonymousSubscribeJob } from "./newsletters/service";
 import { StoreSizes } from "./ops/store-sizes";
 import { OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
+import { type BrowserRecommendationRate, browserRecommendationRate } from "./recommendations/routes";
 import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
 import { RetentionSweeper } from "./retention/sweeper";
@@ -130,6 +133,8 @@ export interface Deps {
     /** The keyed mount's answers as JSON text (a hit serialises nothing). */
     readonly cache: AnswerCache<string>;
     readonly usage: UsageStore;
+    /** The browser mount's windows, per client and per site (per process). */
+    readonly browserRate: BrowserRecommendationRate;
   };
   /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
   readonly newsletters: NewsletterDeps;
@@ -174,7 +179,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const tracing = config.traces === undefined ? null : new Tracing(config.traces);
   if (tracing !== null) database.observeStatements(tracing.statements);
   const outside: OutsideCalls = tracing ?? UNTRACED;
-  const siteStore = new SiteStore(database.db);
+  const siteStore = new SiteStore(database.db, new SealedText(config.secret, "content-key"));
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new KeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
@@ -321,6 +326,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
     cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
     usage,
+    browserRate: browserRecommendationRate(config.recommendationsSitePerMinute),
   };
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
@@ -399,7 +405,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     browserDecideRate: windows(BROWSER_LIMIT),
     forwardRate: windows(BROWSER_LIMIT),
   };
-  return { ...built, credentials: credentialsPlugin(built), routeTable: new RouteTable() };
+  const deps: Deps = { ...built, credentials: credentialsPlugin(built), routeTable: new RouteTable() };
+  registerConsoleJobs(deps);
+  registerAnonymousSubscribeJob(newsletters);
+  return deps;
 }
 
 /** Loads state and starts the timers (change poll, counter flush). */

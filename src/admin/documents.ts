@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { compare } from "fast-json-patch";
 import { validateSiteDocument } from "../core/document";
 import { AppError } from "../infra/errors";
+import { redactContentKeys } from "../sites/content-keys";
 import { type AdminServiceDeps, requireSite } from "./service";
 
 /** The document history reads and publishes through the site store and the change feed. */
@@ -20,12 +22,49 @@ export async function listDocuments(deps: DocumentDeps, tenantId: string, siteId
   };
 }
 
-/** One stored version with its document (404 "Unknown document version." when there is none). */
+/**
+ * One stored version with its document (404 "Unknown document version." when there is none).
+ * Content keys read as their ids and the fingerprints of their current secrets, never a secret:
+ * the document deploys again as it reads (a known id keeps its secret).
+ */
 export async function documentVersion(deps: DocumentDeps, tenantId: string, siteId: string, version: number) {
   const site = await requireSite(deps, tenantId, siteId);
   const found = await deps.siteStore.loadDocument(tenantId, siteId, version);
   if (!found) throw unknownVersion();
-  return { ...found, live: version === site.liveVersion, preview: version === site.previewVersion };
+  const fingerprints = await deps.siteStore.contentKeyFingerprints(tenantId, siteId);
+  return {
+    ...found,
+    document: redactContentKeys(found.document, fingerprints),
+    live: version === site.liveVersion,
+    preview: version === site.previewVersion,
+  };
+}
+
+/** The site's content keys: ids, fingerprints, made and last rotated (never a secret). */
+export async function contentKeysOf(deps: DocumentDeps, tenantId: string, siteId: string) {
+  await requireSite(deps, tenantId, siteId);
+  return { contentKeys: await deps.siteStore.contentKeys(tenantId, siteId) };
+}
+
+/**
+ * Replaces a content key's secret: the explicit action (a deploy cannot change a known key's
+ * secret). Every process compiles the site again with it, live and staged alike, and so would a
+ * rollback: secrets belong to the key, not to a version. With no `secret` given, one is made here
+ * (32 random bytes, base64url) and answered this once.
+ */
+export async function rotateContentKey(
+  deps: DocumentDeps,
+  tenantId: string,
+  siteId: string,
+  keyId: string,
+  given: string | undefined,
+) {
+  await requireSite(deps, tenantId, siteId);
+  const secret = given ?? randomBytes(32).toString("base64url");
+  const contentKey = await deps.siteStore.rotateContentKey(tenantId, siteId, keyId, secret);
+  if (contentKey === null) throw new AppError("not_found", "Unknown content key.");
+  await deps.changes.publish({ topic: "site", tenantId, subject: siteId });
+  return given === undefined ? { contentKey, secret } : { contentKey };
 }
 
 /** A stored version's text as its author wrote it (a version stored before that was kept: its data, indented). */
@@ -86,7 +125,11 @@ export async function diffAgainstLive(deps: DocumentDeps, tenantId: string, site
   if (!site) throw new AppError("not_found", "Unknown site.");
   const checked = validateSiteDocument(document);
   if (!checked.ok) throw new AppError("validation_failed", "The site document is invalid.", checked.errors);
-  return { live: site.liveVersion, changes: diffDocuments(site.live, withKnownListIds(checked.document, site.live)) };
+  // Both sides show content keys as ids and fingerprints: a secret given is compared, not shown.
+  const fingerprints = await deps.siteStore.contentKeyFingerprints(tenantId, siteId);
+  const live = site.live === null ? null : redactContentKeys(site.live, fingerprints);
+  const candidate = redactContentKeys(withKnownListIds(checked.document, site.live), fingerprints);
+  return { live: site.liveVersion, changes: diffDocuments(live, candidate) };
 }
 
 /**

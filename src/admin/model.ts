@@ -104,6 +104,32 @@ export const VersionParams = t.Object({
 
 export const DiffBody = t.Object({ document: t.Unknown() }, { additionalProperties: false });
 
+export const ContentKeyParams = t.Object({
+  tenant: t.String({ minLength: 1, maxLength: 64 }),
+  site: siteId,
+  keyId: t.String({ pattern: "^[A-Za-z0-9._-]{1,64}$" }),
+});
+
+/** A rotation's new secret: given (the CMS already has it), or left out for one made here and answered once. */
+export const RotateContentKeyBody = t.Object(
+  { secret: t.Optional(t.String({ minLength: 16, maxLength: 512 })) },
+  { additionalProperties: false },
+);
+
+const ContentKeyInfo = t.Object({
+  id: t.String(),
+  fingerprint: t.String({ description: "sha256: and the first 16 hex digits of the secret's SHA-256" }),
+  createdAt: t.String({ format: "date-time" }),
+  rotatedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+});
+
+export const ContentKeysAnswer = t.Object({ contentKeys: t.Array(ContentKeyInfo) });
+
+export const RotatedContentKeyAnswer = t.Object({
+  contentKey: ContentKeyInfo,
+  secret: t.Optional(t.String({ description: "only when the service made it: shown this once, never again" })),
+});
+
 /** Answer models of the operator plane's tenant, site and key routes (documentation only). */
 const nullableInteger = t.Union([t.Number({ multipleOf: 1 }), t.Null()]);
 

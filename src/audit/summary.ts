@@ -45,6 +45,8 @@ const SUMMARIES: Record<string, (r: HandledRequest) => string> = {
     const list = Array.isArray(permissions) && permissions.length > 0 ? ` [${permissions.join(", ")}]` : "";
     return `key ${text(member(r.response, "id"))} "${text(member(r.response, "name"))}"${list}`;
   },
+  "POST /tenants/:tenant/sites/:site/content-keys/:keyId/rotate": (r) =>
+    `content key ${text(member(r.response, "contentKey", "id"))} rotated to ${text(member(r.response, "contentKey", "fingerprint"))}`,
   "POST /tenants/:tenant/users": (r) => `user ${text(member(r.response, "user", "id"))}`,
   "POST /tenants/:tenant/users/:user/grants": (r) => {
     const expires = text(member(r.response, "grant", "expiresAt"));

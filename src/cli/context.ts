@@ -33,6 +33,7 @@ export interface Values {
   readonly limit?: string | undefined;
   readonly role?: string | undefined;
   readonly range?: string | undefined;
+  readonly "secret-file"?: string | undefined;
 }
 
 /** What a command prints: `json` with --json, else `text`. */

@@ -3,6 +3,7 @@ import { auditCommands } from "./commands/audit";
 import { backupCommands } from "./commands/backup";
 import { consoleUserCommands } from "./commands/console-users";
 import { contentCommands } from "./commands/content";
+import { contentKeyCommands } from "./commands/content-keys";
 import { dbCommands } from "./commands/db";
 import { demoRequestCommands } from "./commands/demo-request";
 import { documentCommands } from "./commands/documents";
@@ -46,6 +47,10 @@ const USAGE = `Usage: svc <command> [options]   (every command takes --json)
   impact <site> [--tenant T]                      recent decide requests replayed against the staged
                                                    document: per feature, answers that would change
   preview-token <site> [--ttl-seconds S] [--tenant T]
+  content-keys list <site> [--tenant T]          content keys: ids and fingerprints (secrets are write-only)
+  content-keys rotate <site> <keyId> [--secret-file F] [--tenant T]
+                                                   replace a key's secret: the file's, or a new one
+                                                   printed once
   keys issue <site> --name N [--expires-days D] [--permission streaming:write] [--tenant T]
   keys list <site> [--tenant T]
   keys revoke <site> <keyId> [--tenant T]
@@ -141,6 +146,7 @@ function parse(argv: string[]) {
       limit: { type: "string" },
       role: { type: "string" },
       range: { type: "string" },
+      "secret-file": { type: "string" },
     },
   });
 }
@@ -151,6 +157,7 @@ const COMMANDS = new Map<string, Command>(
     ...tenantCommands,
     ...siteCommands,
     ...documentCommands,
+    ...contentKeyCommands,
     ...keyCommands,
     ...userCommands,
     ...giftCommands,

@@ -2,11 +2,13 @@ import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
 import {
   authoredText,
+  contentKeysOf,
   diffAgainstLive,
   documentVersion,
   listDocuments,
   normalisedText,
   publishVersion,
+  rotateContentKey,
 } from "../admin/documents";
 import { deploySite, requireSite } from "../admin/service";
 import type { CompiledSite } from "../core/compile";
@@ -62,6 +64,7 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
       liveVersion: listed.liveVersion,
       previewVersion: listed.previewVersion,
       history: listed.documents,
+      contentKeys: (await contentKeysOf(deps, s.tenantId, site)).contentKeys,
       ...extra,
       text,
     };
@@ -177,6 +180,30 @@ export function consoleDocumentRoutes(deps: ConsoleDocumentDeps) {
             if (!(error instanceof AppError) || error.code !== "validation_failed") throw error;
             return htmlResponse(documentsPage(s, await view(s, site, { errors: error.details as FieldError[] })), 422);
           }
+        }),
+      NO_PARSE,
+    )
+    .post(
+      "/sites/:site/content-keys/:keyId/rotate",
+      ({ request, params, server }) =>
+        signedIn(deps, { request, server }, { write: true }, async (s) => {
+          const site = siteParam(params.site);
+          if (!/^[A-Za-z0-9._-]{1,64}$/.test(params.keyId)) throw new AppError("not_found", "Unknown content key.");
+          const rotated = await rotateContentKey(deps, s.tenantId, site, params.keyId, undefined);
+          await audited(deps, s, {
+            route: "/admin/tenants/:tenant/sites/:site/content-keys/:keyId/rotate",
+            params: { tenant: s.tenantId, site, keyId: params.keyId },
+            response: { contentKey: rotated.contentKey },
+          });
+          const secret = rotated.secret as string;
+          return htmlResponse(
+            documentsPage(
+              s,
+              await view(s, site, {
+                rotated: { id: params.keyId, secret, fingerprint: rotated.contentKey.fingerprint },
+              }),
+            ),
+          );
         }),
       NO_PARSE,
     )

@@ -9,6 +9,7 @@ import { trustedLinkOrigin } from "../identity/link-origin";
 import { signInSpend, tooManySignInMails } from "../identity/mail-limits";
 import type { IdentityDeps } from "../identity/service";
 import { AppError } from "../infra/errors";
+import type { JobQueue } from "../jobs/queue";
 import { hashSecret } from "../keys/key-value";
 import type { KeyService } from "../keys/service";
 import type { Logger } from "../logger";
@@ -42,6 +43,8 @@ export interface ConsoleDeps {
   readonly identityDeps: IdentityDeps;
   /** Who a request came from and the origin it reached, behind the trusted proxies or not. */
   readonly clients: ClientAddresses;
+  /** Where sign-in requests are handed off (the link and its mail are written off the request). */
+  readonly jobs: JobQueue;
 }
 
 export const newToken = () => randomBytes(32).toString("base64url");
@@ -91,11 +94,23 @@ export async function removeConsoleUser(
   return { removed: email };
 }
 
+/** The job a console sign-in request hands off: whether to mail a link is decided there. */
+export const CONSOLE_SIGN_IN_JOB = "console.sign_in";
+
+interface SignInJob {
+  readonly tenantId: string;
+  readonly email: string;
+  readonly origin: string;
+}
+
 /**
- * Mails a console sign-in link when the address is a console user of the tenant the request's
- * host names; says nothing either way (the page reads the same). The link's origin is one the
- * service trusts (identity's rule, src/identity/link-origin.ts), never the caller's choice, and
- * the sign-in mail budgets apply (per mailbox, per client, per tenant console).
+ * Asks for a console sign-in link: mailed when the address is a console user of the tenant the
+ * request's host names; the answer says nothing either way. The request does the same work
+ * whatever the address, so neither its answer nor its time tells a console user from anyone
+ * else: it checks the address, takes the sign-in mail budgets (per mailbox, per client, per tenant
+ * console) and hands the rest to a job in the same transaction. The job looks the address up and,
+ * for a console user, writes the link and its mail (already paid for). The link's origin is one
+ * the service trusts (identity's rule, src/identity/link-origin.ts), never the caller's choice.
  */
 export async function requestSignInLink(
   deps: ConsoleDeps,
@@ -105,32 +120,47 @@ export async function requestSignInLink(
   if (email === null) throw invalidEmail();
   deps.outbox.assertCanSend();
   const origin = trustedLinkOrigin(deps.registry, deps.config.publicUrl, input.tenantId, input.requestUrl);
-  // The identity routes' sign-in budgets: the mailbox's is shared with reader sign-in. Taken
-  // whether or not the address is a console user, so the budget does not tell them apart.
-  const user = await deps.consoleStore.user(input.tenantId, email);
-  const token = newToken();
+  const job: SignInJob = { tenantId: input.tenantId, email, origin };
+  // The identity routes' sign-in budgets: the mailbox's is shared with reader sign-in.
   const spent = await deps.identityDeps.mailBudget.spend(
     "sign_in",
     input.tenantId,
     signInSpend({ address: email, client: input.client, site: CONSOLE_BUDGET_SITE }),
-    async (tx) => {
-      if (user === null) return;
-      await deps.consoleStore.createToken(
-        "link",
-        hashSecret(token),
-        { tenantId: input.tenantId, email },
-        new Date(deps.now() + CONSOLE_LINK_TTL_MS),
-        tx,
-      );
-      await deps.outbox.enqueueIn(tx, {
-        tenantId: input.tenantId,
-        to: email,
-        subject: "Your console sign-in link",
-        text: `Open this link to sign in to the console (it works once, for 15 minutes):\n\n${origin}${CONSOLE_PATH}/auth?token=${token}\n\nIf you did not ask for it, ignore this message.`,
-      });
-    },
+    (tx) => deps.jobs.enqueueIn(tx, CONSOLE_SIGN_IN_JOB, [{ key: newToken(), payload: job }]),
   );
   if (!spent.ok) throw tooManySignInMails(spent.retryAfterSeconds);
+  deps.jobs.kick();
+}
+
+/** Registers the sign-in job on the queue (src/deps.ts, once per process). */
+export function registerConsoleJobs(deps: ConsoleDeps): void {
+  deps.jobs.register(CONSOLE_SIGN_IN_JOB, (payload) => mailSignInLink(deps, payload as SignInJob), {
+    maxAttempts: 3,
+    backoffMs: 2_000,
+  });
+}
+
+/** The handed-off half of a sign-in request: a link and its mail for a console user, else nothing. */
+async function mailSignInLink(deps: ConsoleDeps, job: SignInJob): Promise<void> {
+  if (deps.registry.hasTenant(job.tenantId) === false) return;
+  const user = await deps.consoleStore.user(job.tenantId, job.email);
+  if (user === null) return;
+  const token = newToken();
+  await deps.identityDeps.mailBudget.paid(async (tx) => {
+    await deps.consoleStore.createToken(
+      "link",
+      hashSecret(token),
+      { tenantId: job.tenantId, email: job.email },
+      new Date(deps.now() + CONSOLE_LINK_TTL_MS),
+      tx,
+    );
+    await deps.outbox.enqueueIn(tx, {
+      tenantId: job.tenantId,
+      to: job.email,
+      subject: "Your console sign-in link",
+      text: `Open this link to sign in to the console (it works once, for 15 minutes):\n\n${job.origin}${CONSOLE_PATH}/auth?token=${token}\n\nIf you did not ask for it, ignore this message.`,
+    });
+  });
 }
 
 /** The console's sign-in counts against a site budget of its own (no reader site is named so). */

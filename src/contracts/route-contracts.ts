@@ -1,5 +1,6 @@
 import type { TSchema } from "elysia";
 import {
+  ContentKeysAnswer,
   CreatedSiteAnswer,
   CreatedTenantAnswer,
   CreatedUserAnswer,
@@ -17,6 +18,7 @@ import {
   PublishedAnswer,
   RevokedGrantAnswer,
   RevokedKeyAnswer,
+  RotatedContentKeyAnswer,
   SiteStateAnswer,
   SitesAnswer,
   TenantsAnswer,
@@ -284,10 +286,10 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     site: "optional",
   },
   "get /svc/v1/recommendations": {
-    summary: "Recommendations for the browser's reader (never cached)",
+    summary: "Recommendations for the browser's reader (never cached; windows per client and per site)",
     tag: "recommendations",
     credential: "browser",
-    statuses: [200, 400, 401, 403, 404, 422, 500, 503],
+    statuses: [200, 400, 401, 403, 404, 422, 429, 500, 503],
     site: "required",
   },
   "get /v1/iglu/schemas": {
@@ -644,6 +646,16 @@ export const ROUTE_CONTRACTS: Readonly<Record<string, RouteContract>> = {
     "Publish a staged version",
     ADMIN_WRITE,
     PublishedAnswer,
+  ),
+  "get /admin/tenants/{tenant}/sites/{site}/content-keys": admin(
+    "A site's content keys: ids and fingerprints, never a secret",
+    ADMIN_READ,
+    ContentKeysAnswer,
+  ),
+  "post /admin/tenants/{tenant}/sites/{site}/content-keys/{keyId}/rotate": admin(
+    "Replace a content key's secret (one made here is answered this once)",
+    ADMIN_WRITE,
+    RotatedContentKeyAnswer,
   ),
   "get /admin/tenants/{tenant}/sites/{site}/keys": admin("A site's API keys", ADMIN_READ, KeysAnswer),
   "post /admin/tenants/{tenant}/sites/{site}/keys": admin(

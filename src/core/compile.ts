@@ -366,7 +366,10 @@ export function compileSite(document: SiteDocument): CompiledSite {
   for (const [name, f] of Object.entries(document.features ?? {})) {
     features.set(name, compileFeature(name, f, document, experiments, outcomeKeys, exposureSlots));
   }
-  const verifier = createContentVerifier(document.contentKeys ?? []);
+  // A stored document names its keys by id; the registry puts the secrets back before compiling.
+  const verifier = createContentVerifier(
+    (document.contentKeys ?? []).flatMap((k) => (k.secret === undefined ? [] : [{ id: k.id, secret: k.secret }])),
+  );
   const streamingFeatures = new Set<string>();
   for (const [name, f] of Object.entries(document.features ?? {})) {
     if (featureReadsNamespace(f, "streaming")) streamingFeatures.add(name);

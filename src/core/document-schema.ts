@@ -260,11 +260,26 @@ function documentSchema<C extends TSchema>(condition: C) {
           Type.Object(
             {
               id: Type.String({ pattern: KEY_ID_PATTERN }),
-              secret: Type.String({ minLength: 16, maxLength: 512 }),
+              secret: Type.Optional(
+                Type.String({
+                  minLength: 16,
+                  maxLength: 512,
+                  description: "write-only: a new key's secret; left out, a known key keeps its stored secret",
+                }),
+              ),
+              fingerprint: Type.Optional(
+                Type.String({
+                  pattern: "^sha256:[0-9a-f]{16}$",
+                  description: "read-only: shown in place of the secret; ignored on deploy",
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
-          { description: "HMAC-SHA256 keys; the first is used when a payload has no kid" },
+          {
+            description:
+              "HMAC-SHA256 keys; the first is used when a payload has no kid. Secrets are write-only (docs/site-document.md)",
+          },
         ),
       ),
       gifts: Type.Optional(

@@ -1,6 +1,7 @@
 import { AppError } from "../infra/errors";
 import type { KeyedRate } from "./quota-leases";
 import { type RatePolicy, rateLimitFields } from "./rate-limit-fields";
+import type { RateWindows } from "./rate-windows";
 
 /** Keyed decide's window (a quota lease on a server store): a promise only while it claims. */
 export function takeKeyedRate(rate: KeyedRate, key: string, nowMs: number): void | Promise<void> {
@@ -56,6 +57,37 @@ function fieldsAfter(
   );
   refuseAfter(retryAfter, fields);
   return fields;
+}
+
+/** One window of several a request takes: its windows, the policy's name and the key counted. */
+export interface RateTake {
+  readonly windows: RateWindows;
+  readonly name: string;
+  readonly key: string;
+}
+
+/**
+ * Several per-process windows, innermost first (per client, then per site): a window is taken
+ * only when every window before it admitted, so a client refused by its own window spends
+ * nothing of a shared one. A 429 with Retry-After at the first refusal; either way one
+ * `RateLimit` and `RateLimit-Policy` field listing the policies read so far (the draft's lists).
+ */
+export function takeRates(takes: readonly RateTake[], nowMs: number): Record<string, string> {
+  const policies: string[] = [];
+  const limits: string[] = [];
+  for (const { windows, name, key } of takes) {
+    const retryAfter = windows.take(key, nowMs);
+    const one = rateLimitFields(
+      { name, limit: windows.limit, windowMs: windows.windowMs },
+      windows.remaining(key, nowMs),
+      nowMs,
+    );
+    policies.push(one["ratelimit-policy"] as string);
+    limits.push(one.ratelimit as string);
+    const fields = { "ratelimit-policy": policies.join(", "), ratelimit: limits.join(", ") };
+    if (retryAfter > 0) refuseAfter(retryAfter, fields);
+  }
+  return { "ratelimit-policy": policies.join(", "), ratelimit: limits.join(", ") };
 }
 
 /** A window spent is a domain result (the seconds to wait), turned into the 429 here. */

@@ -1,3 +1,4 @@
+import type { Db } from "../../db/client";
 import { errorText } from "../infra/error-text";
 import type { Tracing } from "../infra/tracing";
 import type { Logger } from "../logger";
@@ -53,6 +54,8 @@ export class JobQueue {
   /** Embedded store: ticks skip the store until then (nothing of ours is due before it). */
   private quietUntil = 0;
   private enqueued = 0;
+  /** A kick arrived while a pass ran (which may have claimed before the kicked rows existed). */
+  private rerun = false;
 
   /**
    * `shared`: other processes use the same store (a Postgres server), so every tick looks for
@@ -90,6 +93,32 @@ export class JobQueue {
     this.quietUntil = Math.min(this.quietUntil, runAt);
   }
 
+  /**
+   * Owes one run per key inside the caller's transaction (work a request hands off, written with
+   * what it paid for); call `kick()` once that transaction has committed.
+   */
+  async enqueueIn(tx: Db, kind: string, items: readonly { key: string; payload: unknown }[]): Promise<void> {
+    if (items.length === 0) return;
+    const now = this.now();
+    const runAt = now + this.optionsOf(kind).debounceMs;
+    await this.store.enqueue(
+      items.map((i) => ({ kind, key: i.key, payload: i.payload, runAt })),
+      now,
+      tx,
+    );
+  }
+
+  /**
+   * Jobs were written and committed: a pass starts soon, off the caller's path (after the current
+   * turn's I/O, so a request's answer goes out first), or again after the pass now running.
+   */
+  kick(): void {
+    this.enqueued++;
+    this.quietUntil = 0;
+    if (this.running) this.rerun = true;
+    else setImmediate(() => void this.runDue());
+  }
+
   start(intervalMs = 1000): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
@@ -120,6 +149,10 @@ export class JobQueue {
     if (this.running) return this.running;
     this.running = this.pass().finally(() => {
       this.running = null;
+      if (this.rerun) {
+        this.rerun = false;
+        void this.runDue();
+      }
     });
     return this.running;
   }

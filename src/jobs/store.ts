@@ -35,7 +35,8 @@ export interface KindStats {
 
 /** Where jobs live. The drizzle implementation below runs on both stores. */
 export interface JobStore {
-  enqueue(rows: readonly NewJob[], now: number): Promise<void>;
+  /** Owes `rows`; in `tx` when given (a caller's transaction: the rows exist once it commits). */
+  enqueue(rows: readonly NewJob[], now: number, tx?: Db): Promise<void>;
   claim(kinds: readonly string[], now: number, limit: number, leaseMs: number): Promise<ClaimedJob[]>;
   /** Ends a run: deletes the row, or queues it again when a notice arrived during the run. */
   complete(job: ClaimedJob): Promise<void>;
@@ -52,12 +53,12 @@ const DUE_STATES = ["queued", "running"] as const;
 export class DrizzleJobStore implements JobStore {
   constructor(private readonly db: Db) {}
 
-  async enqueue(rows: readonly NewJob[], now: number): Promise<void> {
+  async enqueue(rows: readonly NewJob[], now: number, tx: Db = this.db): Promise<void> {
     if (rows.length === 0) return;
     // One statement may not touch a row twice (ON CONFLICT): the last notice per key wins.
     const unique = new Map<string, NewJob>();
     for (const row of rows) unique.set(`${row.kind}\u0000${row.key}`, row);
-    await this.db
+    await tx
       .insert(jobs)
       .values(
         [...unique.values()].map((r) => ({

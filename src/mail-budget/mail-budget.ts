@@ -124,6 +124,17 @@ export class MailBudget {
     );
   }
 
+  /**
+   * Runs a write whose mails an earlier spend paid for (work a request handed off to a job, so
+   * that the request does the same work whatever the address), in one transaction; the outbox
+   * is kicked once it has committed.
+   */
+  async paid<T>(write: (tx: Tx) => Promise<T>): Promise<T> {
+    const value = await this.db.transaction(write);
+    this.outbox.kick();
+    return value;
+  }
+
   counts(): BudgetCounts {
     return { refused: this.refused, warned: this.warned };
   }

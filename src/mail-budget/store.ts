@@ -79,8 +79,9 @@ export class DrizzleMailBudgetStore implements MailBudgetStore {
 /**
  * The charges merged per counter (two subjects that fold to one mailbox are one counter) and in
  * one global order, with subjects stored as their SHA-256 (no address or client kept in clear).
+ * Both stores take counters in this order and merged this way.
  */
-function ordered(charges: readonly Charge[]): { charge: Charge; budget: string; subject: string }[] {
+export function ordered(charges: readonly Charge[]): { charge: Charge; budget: string; subject: string }[] {
   const merged = new Map<string, { charge: Charge; budget: string; subject: string }>();
   for (const charge of charges) {
     const budget = budgetName(charge);

@@ -9,7 +9,7 @@ import type { NewsletterDeps } from "./deps";
 import { type DeployedList, deployedLists } from "./lists";
 import { confirmationMail } from "./mail";
 import type { ListJson, SubscriptionJson, SubscriptionsInput } from "./model";
-import { effectiveStatus, type StandingWrite, type StoredStatus } from "./store";
+import { effectiveStatus, type StandingRow, type StandingWrite, type StoredStatus } from "./store";
 import type { NewsletterSubject } from "./subject";
 import { enqueueSync } from "./sync";
 
@@ -81,6 +81,50 @@ export const tooManyConfirmations = (retryAfterSeconds: number, rateLimit: Recor
     { "retry-after": String(retryAfterSeconds), ...rateLimit },
   );
 
+/** What a PUT changes for one subject, from the lists it names and the standings it holds. */
+interface Plan {
+  readonly writes: StandingWrite[];
+  /** Lists whose standing is (still) pending: each gets a confirmation mail. */
+  readonly mailTo: DeployedList[];
+  /** The status each list answers with. */
+  readonly result: Map<string, string>;
+}
+
+function planOf(
+  siteId: string,
+  lists: readonly DeployedList[],
+  named: ReadonlySet<string>,
+  current: ReadonlyMap<string, StandingRow>,
+  anonymous: boolean,
+  now: number,
+): Plan {
+  const writes: StandingWrite[] = [];
+  const mailTo: DeployedList[] = [];
+  const result = new Map<string, string>();
+  const pendingUntil = new Date(now + CONFIRMATION_TTL_MS);
+  for (const list of lists) {
+    const row = current.get(list.id);
+    const status = effectiveStatus(row, now);
+    const asked = named.has(list.id);
+    let next: StoredStatus | null;
+    if (anonymous && !asked) next = null;
+    else if (status === "pending") next = "pending";
+    else if (asked) next = status === "subscribed" ? "subscribed" : list.doubleOptIn ? "pending" : "subscribed";
+    else next = "unsubscribed";
+    if (next === null) {
+      result.set(list.id, "unknown");
+      continue;
+    }
+    if (next === "pending") mailTo.push(list);
+    result.set(list.id, next);
+    const stillPending = next === "pending";
+    if (row === undefined || row.status !== next || stillPending) {
+      writes.push({ listId: list.id, siteId, status: next, pendingUntil: stillPending ? pendingUntil : null });
+    }
+  }
+  return { writes, mailTo, result };
+}
+
 /**
  * `PUT /v1/newsletters/subscriptions`: full replacement under a credential naming the user;
  * only additions on the anonymous path (email, no credential). Every refusal (400, 401, 404,
@@ -100,89 +144,46 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
     named.add(id);
   });
   if (unknown.length > 0) throw new AppError("validation_failed", "The request failed validation.", unknown);
-
-  let user: UserRow | null = subject.user;
-  let rateLimit: Record<string, string> = {};
-  let email: string;
-  const anonymous = subject.kind === "anonymous";
-  if (anonymous) {
+  if (subject.kind === "anonymous") {
     if (body.email === undefined) throw nobodyNamed();
-    email = body.email.trim().toLowerCase();
-    user = (await deps.identity.userByEmail(tenantId, email)) ?? null;
-  } else {
-    if (body.email !== undefined) throw emailRefused();
-    if (user === null) throw keyNeedsUser();
-    email = user.email;
+    return putAnonymously(deps, input, lists, named, body.email.trim().toLowerCase());
   }
+  if (body.email !== undefined) throw emailRefused();
+  const user: UserRow | null = subject.user;
+  if (user === null) throw keyNeedsUser();
+  const email = user.email;
+  let rateLimit: Record<string, string> = {};
 
   const now = deps.now();
-  const rows =
-    user === null
-      ? []
-      : await deps.store.standings(
-          tenantId,
-          user.id,
-          lists.map((l) => l.id),
-        );
-  const current = new Map(rows.map((r) => [r.listId, r]));
-  const writes: StandingWrite[] = [];
-  const mailTo: DeployedList[] = [];
-  const result = new Map<string, string>();
-  const pendingUntil = new Date(now + CONFIRMATION_TTL_MS);
-  for (const list of lists) {
-    const row = current.get(list.id);
-    const status = effectiveStatus(row, now);
-    const asked = named.has(list.id);
-    let next: StoredStatus | null;
-    if (anonymous && !asked) next = null;
-    else if (status === "pending") next = "pending";
-    else if (asked) next = status === "subscribed" ? "subscribed" : list.doubleOptIn ? "pending" : "subscribed";
-    else next = "unsubscribed";
-    if (next === null) {
-      result.set(list.id, "unknown");
-      continue;
-    }
-    if (next === "pending") mailTo.push(list);
-    // The anonymous echo is what a never-seen address would get, whatever the address holds.
-    result.set(list.id, anonymous ? (list.doubleOptIn ? "pending" : "subscribed") : next);
-    const stillPending = next === "pending";
-    if (row === undefined || row.status !== next || stillPending) {
-      writes.push({ listId: list.id, siteId: site.id, status: next, pendingUntil: stillPending ? pendingUntil : null });
-    }
-  }
-  // The anonymous echo says `pending` for a double opt-in list the address already holds as
-  // subscribed; nothing is mailed for it (the standing is not lowered).
+  const rows = await deps.store.standings(
+    tenantId,
+    user.id,
+    lists.map((l) => l.id),
+  );
+  const { writes, mailTo, result } = planOf(site.id, lists, named, new Map(rows.map((r) => [r.listId, r])), false, now);
   if (mailTo.length > 0) {
     deps.outbox.assertCanSend();
     const linkBase = input.linkBase();
-    const known = user;
+    const owner = user;
     // One confirmation mail per pending list: the budgets count mails, and the standings, the
     // links and their outbox rows are written in the transaction that takes them.
     const spent = await deps.mailBudget.spend(
       "confirmation",
       tenantId,
-      confirmationSpend(email, anonymous ? input.client : null, site.id, mailTo),
+      confirmationSpend(email, null, site.id, mailTo),
       async (tx) => {
-        const owner = known ?? (await deps.identity.findOrCreateByEmail(tenantId, email, false, tx));
         await deps.store.write(tenantId, owner.id, writes, now, undefined, tx);
         for (const list of mailTo) {
           await writeConfirmation(deps, tx, { site, user: owner, email, list, linkBase, client: input.client, now });
         }
-        return owner;
       },
     );
-    if (!spent.ok) {
-      throw spent.scope === "client" || spent.scope === "site"
-        ? tooManySubscribeRequests(spent.retryAfterSeconds, spent.rateLimit)
-        : tooManyConfirmations(spent.retryAfterSeconds, spent.rateLimit);
-    }
-    user = spent.value;
+    if (!spent.ok) throw tooManyConfirmations(spent.retryAfterSeconds, spent.rateLimit);
     rateLimit = spent.rateLimit;
   } else {
-    if (user === null && writes.length > 0) user = await deps.identity.findOrCreateByEmail(tenantId, email, false);
-    if (user !== null) await deps.store.write(tenantId, user.id, writes, now);
+    await deps.store.write(tenantId, user.id, writes, now);
   }
-  if (user !== null && writes.length > 0) {
+  if (writes.length > 0) {
     await changed(
       deps,
       tenantId,
@@ -194,7 +195,121 @@ export async function putSubscriptions(deps: NewsletterDeps, input: PutInput): P
   return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions }, rateLimit };
 }
 
-const tooManySubscribeRequests = (retryAfterSeconds: number, rateLimit: Record<string, string>) =>
+/** The job an anonymous subscribe hands off: the address's standings and mails are decided there. */
+export const ANONYMOUS_SUBSCRIBE_JOB = "newsletters.subscribe";
+
+interface SubscribeJob {
+  readonly tenantId: string;
+  readonly siteId: string;
+  readonly email: string;
+  readonly listIds: readonly string[];
+  /** The double opt-in lists named: the confirmations the request paid for (at most these are mailed). */
+  readonly paidFor: readonly string[];
+  readonly client: string;
+  readonly linkBase: string | null;
+}
+
+/**
+ * The anonymous path: the same work whatever the address holds, so neither the answer nor its
+ * time tells a subscriber (or a user) from a stranger. The answer is what a never-seen address
+ * would get; the request checks, takes the confirmation budgets for every double opt-in list it
+ * names (a mail each, whether or not one will be needed) and hands the rest to a job in the same
+ * transaction: the job reads the address's standings, adds what is new and mails only the
+ * confirmations still due (never more than were paid for).
+ */
+async function putAnonymously(
+  deps: NewsletterDeps,
+  input: PutInput,
+  lists: readonly DeployedList[],
+  named: ReadonlySet<string>,
+  email: string,
+): Promise<PutResult> {
+  const site = input.subject.site;
+  const confirmable = lists.filter((l) => named.has(l.id) && l.doubleOptIn);
+  if (confirmable.length > 0) deps.outbox.assertCanSend();
+  const job: SubscribeJob = {
+    tenantId: site.tenantId,
+    siteId: site.id,
+    email,
+    listIds: [...named],
+    paidFor: confirmable.map((l) => l.id),
+    client: input.client,
+    linkBase: confirmable.length > 0 ? input.linkBase() : null,
+  };
+  const handOff = (tx: Tx) =>
+    deps.jobs.enqueueIn(tx, ANONYMOUS_SUBSCRIBE_JOB, [{ key: randomBytes(16).toString("base64url"), payload: job }]);
+  // Single opt-in lists only: no mail to pay for (what the request names decides, not the address).
+  const spent =
+    confirmable.length === 0
+      ? { ok: true as const, value: await deps.mailBudget.paid(handOff) }
+      : await deps.mailBudget.spend(
+          "confirmation",
+          site.tenantId,
+          confirmationSpend(email, input.client, site.id, confirmable),
+          handOff,
+        );
+  if (!spent.ok) {
+    throw spent.scope === "client" || spent.scope === "site"
+      ? tooManySubscribeRequests(spent.retryAfterSeconds, spent.rateLimit)
+      : tooManyConfirmations(spent.retryAfterSeconds, spent.rateLimit);
+  }
+  deps.jobs.kick();
+  const subscriptions = lists.map((l) =>
+    entry(l, named.has(l.id) ? (l.doubleOptIn ? "pending" : "subscribed") : "unknown"),
+  );
+  // The caller's own budget (never the recipient's mailbox's: that would tell how often others asked).
+  const rateLimit = "rateLimit" in spent ? spent.rateLimit : {};
+  return { status: subscriptions.some((s) => s.status === "pending") ? 202 : 200, body: { subscriptions }, rateLimit };
+}
+
+/** Registers the anonymous subscribe job on the queue (src/deps.ts, once per process). */
+export function registerAnonymousSubscribeJob(deps: NewsletterDeps): void {
+  deps.jobs.register(ANONYMOUS_SUBSCRIBE_JOB, (payload) => subscribeHandedOff(deps, payload as SubscribeJob), {
+    maxAttempts: 3,
+    backoffMs: 2_000,
+  });
+}
+
+/**
+ * The handed-off half of an anonymous subscribe: only additions (a standing is never lowered);
+ * a list already subscribed gets no mail; a new address becomes an unverified user.
+ */
+async function subscribeHandedOff(deps: NewsletterDeps, job: SubscribeJob): Promise<void> {
+  const site = deps.registry.site(job.tenantId, job.siteId);
+  if (site === undefined || site.live === null) return;
+  const lists = deployedLists(site);
+  const known = (await deps.identity.userByEmail(job.tenantId, job.email)) ?? null;
+  const rows =
+    known === null
+      ? []
+      : await deps.store.standings(
+          job.tenantId,
+          known.id,
+          lists.map((l) => l.id),
+        );
+  const now = deps.now();
+  const plan = planOf(site.id, lists, new Set(job.listIds), new Map(rows.map((r) => [r.listId, r])), true, now);
+  const paid = new Set(job.paidFor);
+  const mailTo = job.linkBase === null ? [] : plan.mailTo.filter((l) => paid.has(l.id));
+  if (plan.writes.length === 0) return;
+  const linkBase = job.linkBase ?? "";
+  const owner = await deps.mailBudget.paid(async (tx) => {
+    const user = known ?? (await deps.identity.findOrCreateByEmail(job.tenantId, job.email, false, tx));
+    await deps.store.write(job.tenantId, user.id, plan.writes, now, undefined, tx);
+    for (const list of mailTo) {
+      await writeConfirmation(deps, tx, { site, user, email: job.email, list, linkBase, client: job.client, now });
+    }
+    return user;
+  });
+  await changed(
+    deps,
+    job.tenantId,
+    owner.id,
+    plan.writes.map((w) => w.listId),
+  );
+}
+
+const tooManySubscribeRequests = (retryAfterSeconds: number, rateLimit: Record<string, string> = {}) =>
   new AppError(
     "rate_limited",
     "Too many subscription requests; try again later.",

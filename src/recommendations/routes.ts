@@ -1,4 +1,7 @@
 import { Elysia } from "elysia";
+import { RateWindows } from "../counters/rate-windows";
+import { takeRates } from "../counters/take-rate";
+import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
 import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
 import { credentials } from "../identity/credentials";
@@ -21,11 +24,34 @@ export type KeyedRecommendationDeps = CredentialDeps & {
   };
 };
 
-/** What the browser mount needs: the credential plugin's deps, the sites, the clock and the engine's deps. */
+/** Browser calls one client may make per minute at one site (a reader's pages show a few lists each). */
+export const RECOMMENDATIONS_CLIENT_PER_MINUTE = 60;
+const MINUTE = 60_000;
+
+/**
+ * The browser mount's windows, per process: each client's at a site, inside the site's own
+ * (`SVC_RECOMMENDATIONS_SITE_PER_MINUTE`). Each engine call spends the tenant's paid quota, which
+ * stays the outer limit; no key stands behind these calls, so the windows hold an anonymous
+ * caller to a reader's pace.
+ */
+export interface BrowserRecommendationRate {
+  readonly client: RateWindows;
+  readonly site: RateWindows;
+}
+
+export function browserRecommendationRate(sitePerMinute: number): BrowserRecommendationRate {
+  return {
+    client: new RateWindows(RECOMMENDATIONS_CLIENT_PER_MINUTE, MINUTE),
+    site: new RateWindows(sitePerMinute, MINUTE),
+  };
+}
+
+/** What the browser mount needs: the credential plugin's deps, the sites, the clock, the engine's deps and its windows. */
 export type BrowserRecommendationDeps = CredentialDeps & {
   readonly now: () => number;
   readonly registry: SiteRegistry;
-  readonly recommendations: { readonly deps: RecommendationDeps };
+  readonly clients: ClientAddresses;
+  readonly recommendations: { readonly deps: RecommendationDeps; readonly browserRate: BrowserRecommendationRate };
 };
 
 const userIdRefused = () =>
@@ -78,7 +104,8 @@ export function keyedRecommendationRoutes(deps: KeyedRecommendationDeps & JsonAp
 /**
  * GET /svc/v1/recommendations (browser: site header, origin allowlist, CORS; no key). The
  * subject is the access cookie's user, except at an `external_only` site (the service holds no
- * session there), else `domainUserId`. Never cached.
+ * session there), else `domainUserId`. Never cached. Rate windows per client and per site (429
+ * with Retry-After, RateLimit fields on every answer past the origin check).
  */
 export function browserRecommendationRoutes(deps: BrowserRecommendationDeps & JsonApiDeps) {
   const r = deps.recommendations;
@@ -88,13 +115,29 @@ export function browserRecommendationRoutes(deps: BrowserRecommendationDeps & Js
     .guard({ browser: true })
     .get(
       "/recommendations",
-      async ({ request, query, browserIdentityOf }) => {
+      async ({ request, query, server, set, browserIdentityOf }) => {
         const site = selectedSite(deps.registry, request);
         checkOrigin(site, request.headers.get("origin"));
         if (query.userId !== undefined) throw userIdRefused();
+        const now = deps.now();
+        const siteKey = `${site.tenantId}\u0001${site.id}`;
+        Object.assign(
+          set.headers,
+          takeRates(
+            [
+              {
+                windows: r.browserRate.client,
+                name: "recommendations-client",
+                key: `${siteKey}\u0001${deps.clients.addressOf(server, request)}`,
+              },
+              { windows: r.browserRate.site, name: "recommendations-site", key: siteKey },
+            ],
+            now,
+          ),
+        );
         let userId: string | null = null;
         if (site.live!.identityMode !== "external_only") {
-          userId = (await browserIdentityOf(site.tenantId, deps.now())).claims?.userId ?? null;
+          userId = (await browserIdentityOf(site.tenantId, now)).claims?.userId ?? null;
         }
         return recommend(r.deps, site, userId ?? query.domainUserId ?? null, query);
       },

@@ -1,6 +1,7 @@
 import { type CompiledSite, compileSite } from "../core/compile";
 import { validateSiteDocument } from "../core/document";
 import type { Logger } from "../logger";
+import { withSecrets } from "./content-keys";
 import type { SiteStore, SiteWithDocuments, TenantRow } from "./store";
 
 /** A site as the hot path sees it: compiled documents, swapped whole on change. */
@@ -12,6 +13,8 @@ export interface SiteState {
   readonly previewVersion: number | null;
   readonly live: CompiledSite | null;
   readonly preview: CompiledSite | null;
+  /** Which content-key secrets the documents were compiled with (ids and fingerprints). */
+  readonly contentKeyStamp: string;
 }
 
 const SEP = "\u0001";
@@ -35,6 +38,7 @@ export class SiteRegistry {
   ) {}
 
   async loadAll(): Promise<void> {
+    await this.store.sealContentKeys();
     this.setTenants(await this.store.listTenants());
     for (const row of await this.store.loadSites()) this.install(row);
   }
@@ -110,7 +114,9 @@ export class SiteRegistry {
   }
 
   private install(row: SiteWithDocuments): void {
-    const previous = this.sites.get(row.tenantId + SEP + row.id);
+    const found = this.sites.get(row.tenantId + SEP + row.id);
+    // A rotated (or added) key's secret changes no version: compile again with it.
+    const previous = found?.contentKeyStamp === row.contentKeyStamp ? found : undefined;
     const state: SiteState = {
       tenantId: row.tenantId,
       id: row.id,
@@ -122,13 +128,14 @@ export class SiteRegistry {
         previous && previous.previewVersion === row.previewVersion
           ? previous.preview
           : this.compile(row, row.preview, "preview"),
+      contentKeyStamp: row.contentKeyStamp,
     };
     this.sites.set(row.tenantId + SEP + row.id, state);
   }
 
   private compile(row: SiteWithDocuments, document: unknown, stage: string): CompiledSite | null {
     if (document === null) return null;
-    const checked = validateSiteDocument(document);
+    const checked = validateSiteDocument(withSecrets(document, row.contentSecrets));
     if (!checked.ok) {
       // Deploy validates first, so this means a stored document no longer fits the code.
       this.logger.error("stored site document does not validate; site not served", {

@@ -1,7 +1,18 @@
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
+import type { SealedText } from "../mail/sealed-text";
+import {
+  type ContentKeyInfo,
+  fingerprintOf,
+  listContentKeys,
+  rotateStoredKey,
+  sealClearKeys,
+  storedSecrets,
+  withContentKeys,
+} from "./content-keys";
 import { withNewsletterIds } from "./newsletter-list-ids";
+import { withoutSecrets } from "./source-secrets";
 
 export interface TenantRow {
   id: string;
@@ -48,13 +59,44 @@ export interface StoredDocument {
 const DOCUMENT_HISTORY_LIMIT = 200;
 
 export interface SiteWithDocuments extends SiteRow {
+  /** The stored documents: each content key as its id only (secrets live in `contentSecrets`). */
   live: unknown | null;
   preview: unknown | null;
+  /** The site's content keys' secrets by key id, for compiling only: never answered or logged. */
+  contentSecrets: ReadonlyMap<string, string>;
+  /** The keys' ids and fingerprints in one string: it changes when a key is added or rotated. */
+  contentKeyStamp: string;
 }
 
-/** Postgres-backed store of tenants, host names, sites and versioned site documents. */
+/**
+ * Postgres-backed store of tenants, host names, sites, versioned site documents and the sites'
+ * content keys (sealed with `sealed`, outside the documents: src/sites/content-keys.ts).
+ */
 export class SiteStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly sealed: SealedText,
+  ) {}
+
+  /** The site's content keys: ids, fingerprints and when they were made and last rotated. */
+  contentKeys(tenantId: string, siteId: string): Promise<ContentKeyInfo[]> {
+    return listContentKeys(this.db, this.sealed, tenantId, siteId);
+  }
+
+  /** The fingerprint of each of the site's content keys, by id (what a redacted document shows). */
+  async contentKeyFingerprints(tenantId: string, siteId: string): Promise<Map<string, string>> {
+    return new Map((await this.contentKeys(tenantId, siteId)).map((k) => [k.id, k.fingerprint]));
+  }
+
+  /** Replaces one content key's secret; null when the site has no key of that id. */
+  rotateContentKey(tenantId: string, siteId: string, keyId: string, secret: string): Promise<ContentKeyInfo | null> {
+    return rotateStoredKey(this.db, this.sealed, tenantId, siteId, keyId, secret);
+  }
+
+  /** Seals secrets a migration left in clear; run once at start. */
+  sealContentKeys(): Promise<number> {
+    return sealClearKeys(this.db, this.sealed);
+  }
 
   async listTenants(): Promise<TenantRow[]> {
     const rows = await this.db.select().from(tenants).orderBy(tenants.id);
@@ -157,10 +199,19 @@ export class SiteStore {
         .where(and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId)));
       const version = Number(max?.v ?? 0) + 1;
       // Newsletter lists get their stable ids here, under the site's lock (src/newsletters).
-      const stored = await withNewsletterIds(tx, tenantId, siteId, document);
-      await tx
-        .insert(siteDocuments)
-        .values({ tenantId, siteId, version, stage, document: stored, source, createdAt: new Date(now) });
+      const withIds = await withNewsletterIds(tx, tenantId, siteId, document);
+      // Secrets go to content_keys (sealed); the version keeps each key's id only, and its
+      // author's text loses them too (src/sites/source-secrets.ts).
+      const stored = await withContentKeys(tx, this.sealed, tenantId, siteId, withIds);
+      await tx.insert(siteDocuments).values({
+        tenantId,
+        siteId,
+        version,
+        stage,
+        document: stored,
+        source: withoutSecrets(source),
+        createdAt: new Date(now),
+      });
       await tx
         .update(sites)
         .set(stage === "live" ? { liveVersion: version } : { previewVersion: version })
@@ -269,14 +320,25 @@ export class SiteStore {
       v === null
         ? null
         : (docs.find((d) => d.tenantId === r.tenantId && d.siteId === r.id && d.version === v)?.document ?? null);
-    return rows.map((r) => ({
-      tenantId: r.tenantId,
-      id: r.id,
-      disabled: r.disabled,
-      liveVersion: r.liveVersion,
-      previewVersion: r.previewVersion,
-      live: docOf(r, r.liveVersion),
-      preview: docOf(r, r.previewVersion),
-    }));
+    const secrets = filter
+      ? await storedSecrets(this.db, this.sealed, filter.tenantId, [filter.siteId])
+      : await storedSecrets(this.db, this.sealed, null, null);
+    return rows.map((r) => {
+      const contentSecrets = secrets.get(filter ? r.id : `${r.tenantId}\u0001${r.id}`) ?? new Map<string, string>();
+      return {
+        tenantId: r.tenantId,
+        id: r.id,
+        disabled: r.disabled,
+        liveVersion: r.liveVersion,
+        previewVersion: r.previewVersion,
+        live: docOf(r, r.liveVersion),
+        preview: docOf(r, r.previewVersion),
+        contentSecrets,
+        contentKeyStamp: [...contentSecrets]
+          .map(([id, secret]) => `${id}=${fingerprintOf(secret)}`)
+          .sort()
+          .join(","),
+      };
+    });
   }
 }

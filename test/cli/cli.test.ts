@@ -89,6 +89,26 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     expect(after.status).toBe(401);
   });
 
+  it("lists content keys by fingerprint and rotates one, printing a made secret once", async () => {
+    const listed = await runCli(["content-keys", "list", "news"], env);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^ID\tFINGERPRINT/);
+    expect(listed.stdout).toMatch(/k1\tsha256:[0-9a-f]{16}\t/);
+    expect(listed.stdout).not.toContain("content-secret-one");
+    const made = await runCli(["content-keys", "rotate", "news", "k1"], env);
+    expect(made.code).toBe(0);
+    const secret = made.stdout.split("\n")[0] as string;
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(made.stdout).toContain("shown once");
+    const file = join(dataDir, "content-secret.txt");
+    writeFileSync(file, "a-secret-the-cms-already-has\n");
+    const given = await runCli(["content-keys", "rotate", "news", "k1", "--secret-file", file, "--json"], env);
+    expect(given.code).toBe(0);
+    expect(JSON.parse(given.stdout).secret).toBeUndefined();
+    expect(given.stdout).not.toContain("a-secret-the-cms-already-has");
+    expect((await runCli(["content-keys", "rotate", "news", "nope"], env)).code).toBe(1);
+  });
+
   it("deploys the documented example, creates a user, grants and previews through the CLI", async () => {
     expect((await runCli(["site", "create", "example", "--json"], env)).code).toBe(0);
     const deployed = await runCli(["deploy", "example", "docs/examples/demo-site.json", "--json"], env);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { basicDocument } from "../fixtures/documents";
 import { launchChromium } from "../helpers/browser";
-import { consoleMailbox } from "../helpers/console";
+import { consoleMailbox, handedOff } from "../helpers/console";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
@@ -115,7 +115,7 @@ describe.each(storeKinds)("console in Chromium (%s store)", (kind) => {
     await styleFields(page);
     await page.getByRole("button", { name: "Email me a sign-in link" }).click();
     await page.getByText("If that address is a console user").waitFor();
-    await h.deps.outbox.drain();
+    await handedOff(h);
     await page.goto(box.lastLink(email));
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "Sites" }).waitFor();

@@ -578,6 +578,19 @@ export const ROUTES: RouteSpec[] = withPreflights([
     params: (w) => ({ ...adminSite(w), keyId: w.admin.keyId }),
   },
   {
+    method: "GET",
+    path: "/admin/tenants/:tenant/sites/:site/content-keys",
+    credential: "operator",
+    params: adminSite,
+  },
+  {
+    method: "POST",
+    path: "/admin/tenants/:tenant/sites/:site/content-keys/:keyId/rotate",
+    credential: "operator",
+    params: (w) => ({ ...adminSite(w), keyId: "k1" }),
+    body: () => ({ secret: "a-rotated-content-secret" }),
+  },
+  {
     method: "POST",
     path: "/admin/tenants/:tenant/sites/:site/preview-tokens",
     credential: "operator",
@@ -692,6 +705,7 @@ const CONSOLE_PAGES: [string, string][] = [
   ["POST", "/console/sites/:site/documents/try"],
   ["POST", "/console/sites/:site/documents/:version/publish"],
   ["POST", "/console/sites/:site/preview-token"],
+  ["POST", "/console/sites/:site/content-keys/:keyId/rotate"],
   ["GET", "/console/sites/:site/impact"],
   ["GET", "/console/sites/:site/insight"],
 ];

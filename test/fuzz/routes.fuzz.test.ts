@@ -63,10 +63,15 @@ describe.each(storeKinds)("fuzz: every route on the %s store", (kind) => {
   /** FUZZ_SURVEY: each distinct failure with its shortest request. */
   const survey = new Map<string, { failures: string[]; request: string }>();
 
-  /** Lands what the last request left in memory: counter deltas always, queued mail after an accepted request. */
+  /** Lands what the last request left in memory: counter deltas always; handed-off jobs and queued mail after an accepted request. */
   async function settle(accepted = true): Promise<void> {
     await fw.h.deps.flusher.flushAll();
-    if (accepted) await fw.h.deps.outbox.drain();
+    if (!accepted) return;
+    // Work an accepted request handed off (console sign-in, anonymous subscribe) runs now, not
+    // behind the next request's back; a pass begun before its job was written may miss it.
+    await fw.h.deps.jobs.runDue();
+    await fw.h.deps.jobs.runDue();
+    await fw.h.deps.outbox.drain();
   }
 
   async function rebuild(): Promise<void> {

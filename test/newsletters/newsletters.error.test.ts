@@ -135,7 +135,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     }
     expect(sent).toBe(20);
     expect(Number(refused?.headers.get("retry-after"))).toBeGreaterThan(0);
-  });
+  }, 120_000);
 
   it("caps anonymous confirmation mail at 40 per hour per client, whatever the addresses", async () => {
     startOfWindow(HOUR);
@@ -159,7 +159,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
       body: { subscribed: [ids.daily] },
     });
     expect(own.status).toBe(202);
-  });
+  }, 120_000);
 
   it("links that are not ours answer a page with 404 and change nothing", async () => {
     for (const path of ["/v1/newsletters/confirm?token=nope", "/v1/newsletters/unsubscribe?token=a.b.c"]) {

@@ -78,6 +78,7 @@ async function spendWindow(w: World, forwardedFor: () => string | undefined): Pr
  */
 async function mailed(w: World, address: string): Promise<void> {
   for (let attempt = 0; attempt < 20; attempt++) {
+    await w.h.deps.jobs.runDue();
     await w.h.deps.outbox.drain();
     if (w.box.mails.some((m) => m.to === address)) return;
   }

@@ -354,6 +354,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/tenants/{tenant}/sites/{site}/content-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A site's content keys: ids and fingerprints, never a secret */
+        get: operations["getAdminTenantsSitesContentKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/tenants/{tenant}/sites/{site}/content-keys/{keyId}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace a content key's secret (one made here is answered this once) */
+        post: operations["postAdminTenantsSitesContentKeysRotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/tenants/{tenant}/users": {
         parameters: {
             query?: never;
@@ -1094,7 +1128,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recommendations for the browser's reader (never cached) */
+        /** Recommendations for the browser's reader (never cached; windows per client and per site) */
         get: operations["getRecommendationsBrowser"];
         put?: never;
         post?: never;
@@ -2458,6 +2492,31 @@ export interface components {
                 /** @description The value after (add, replace). */
                 to?: unknown;
             }[];
+        };
+        GetAdminTenantsSitesContentKeysAnswer: {
+            contentKeys: {
+                id: string;
+                /** @description sha256: and the first 16 hex digits of the secret's SHA-256 */
+                fingerprint: string;
+                /** Format: date-time */
+                createdAt: string;
+                rotatedAt: string | null;
+            }[];
+        };
+        PostAdminTenantsSitesContentKeysRotateBody: {
+            secret?: string;
+        };
+        PostAdminTenantsSitesContentKeysRotateAnswer: {
+            contentKey: {
+                id: string;
+                /** @description sha256: and the first 16 hex digits of the secret's SHA-256 */
+                fingerprint: string;
+                /** Format: date-time */
+                createdAt: string;
+                rotatedAt: string | null;
+            };
+            /** @description only when the service made it: shown this once, never again */
+            secret?: string;
         };
         PostAdminTenantsUsersBody: {
             /** Format: email */
@@ -4212,6 +4271,70 @@ export interface operations {
             503: components["responses"]["503"];
         };
     };
+    getAdminTenantsSitesContentKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAdminTenantsSitesContentKeysAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+        };
+    };
+    postAdminTenantsSitesContentKeysRotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant: string;
+                site: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostAdminTenantsSitesContentKeysRotateBody"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostAdminTenantsSitesContentKeysRotateAnswer"];
+                };
+            };
+            400: components["responses"]["400"];
+            401: components["responses"]["401"];
+            404: components["responses"]["404"];
+            409: components["responses"]["409"];
+            413: components["responses"]["413"];
+            422: components["responses"]["422"];
+            500: components["responses"]["500"];
+            503: components["responses"]["503"];
+        };
+    };
     postAdminTenantsUsers: {
         parameters: {
             query?: never;
@@ -5768,6 +5891,7 @@ export interface operations {
             403: components["responses"]["403"];
             404: components["responses"]["404"];
             422: components["responses"]["422"];
+            429: components["responses"]["429"];
             500: components["responses"]["500"];
             503: components["responses"]["503"];
         };

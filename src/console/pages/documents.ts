@@ -1,4 +1,5 @@
 import type { DocumentChange } from "../../admin/documents";
+import type { ContentKeyInfo } from "../../sites/content-keys";
 import { type Html, html } from "../html";
 import { CONSOLE_PATH, type ConsoleSession, canWrite } from "../model";
 import { errorSummary, type FieldError, hiddenCsrf, href, layout, notice } from "./layout";
@@ -27,6 +28,39 @@ export interface DocumentsView {
   readonly tryBody?: string;
   readonly tryAnswer?: string;
   readonly tryExplain?: string;
+  /** The site's content keys: ids and fingerprints only. */
+  readonly contentKeys?: readonly ContentKeyInfo[];
+  /** A secret this request's rotation made: shown this once. */
+  readonly rotated?: { readonly id: string; readonly secret: string; readonly fingerprint: string };
+}
+
+/** The content keys' ids and fingerprints; a writer may rotate one (the new secret is shown once). */
+function contentKeysSection(session: ConsoleSession, site: string, view: DocumentsView): Html {
+  const write = canWrite(session.role);
+  const keys = view.contentKeys ?? [];
+  return html`<h2>Content keys</h2>
+<p>Secrets are never shown after they are saved: a document lists each key's id and the fingerprint of its secret, and deploys again as it reads. A new key's secret goes in the document once; a known key's secret changes only by rotating it.</p>
+${
+  view.rotated
+    ? html`<div class="secret" role="status" tabindex="-1" data-focus><p>New secret of content key <code>${view.rotated.id}</code> (${view.rotated.fingerprint}). It is shown this once: put it in your CMS now. Descriptors signed with the old secret no longer verify.</p>
+<p><code id="content-secret">${view.rotated.secret}</code> <button type="button" data-copy="#content-secret">Copy</button></p></div>`
+    : ""
+}
+<table>
+<thead><tr><th scope="col">Key id</th><th scope="col">Fingerprint</th><th scope="col">Made (UTC)</th><th scope="col">Rotated (UTC)</th>${write ? html`<th scope="col">Actions</th>` : ""}</tr></thead>
+<tbody>${
+    keys.length > 0
+      ? keys.map(
+          (k) =>
+            html`<tr><td><code>${k.id}</code></td><td><code>${k.fingerprint}</code></td><td>${k.createdAt.replace("T", " ").slice(0, 19)}</td><td>${k.rotatedAt === null ? "never" : k.rotatedAt.replace("T", " ").slice(0, 19)}</td>${
+              write
+                ? html`<td><form method="post" action="${href("sites", site, "content-keys", k.id, "rotate")}" class="inline">${hiddenCsrf(session)}<button type="submit">Rotate ${k.id}</button></form></td>`
+                : ""
+            }</tr>`,
+        )
+      : html`<tr><td colspan="5">No content key yet.</td></tr>`
+  }</tbody>
+</table>`;
 }
 
 const json = (value: unknown) => (value === undefined ? "" : JSON.stringify(value));
@@ -84,6 +118,8 @@ ${
 <details><summary>Normalised form of version ${view.viewed.version}</summary><pre id="version-normalised">${view.viewed.normalised}</pre></details>`
     : ""
 }
+
+${contentKeysSection(session, site, view)}
 
 ${
   write
