@@ -93,7 +93,6 @@ export function createApp(deps: Deps) {
   // answers its own errors in the envelope.
   const webhook = checkoutWebhookHandler(deps);
   const app = new Elysia({ serve: { routes: nativeRoutes } as object, normalize: "typebox" })
-    .use(unmatchedErrors(deps.logger))
     .onRequest(({ request }) => edgeRefusal(request, maxBody))
     .post(KEYED_DECIDE_PATH, ({ request }) => decide(request), { parse: "none" })
     .post(CHECKOUT_WEBHOOK_PATH, ({ request }) => webhook(request), { parse: "none" })
@@ -129,7 +128,7 @@ export function createApp(deps: Deps) {
     .use(browserDecideRoutes(deps))
     .use(checkoutRoutes(deps));
   // Every route a mount's group serves gets per-site CORS, preflights included (http/cors.ts).
-  const whole = onBothMounts(app, (prefix) =>
+  const routed = onBothMounts(app, (prefix) =>
     browserCors(
       deps.registry,
       new Elysia()
@@ -141,6 +140,9 @@ export function createApp(deps: Deps) {
         .use(forwardRoutes(deps, prefix)),
     ),
   );
+  // The app's own renderer goes last: a hook of the app registered before a group would answer
+  // that group's errors ahead of the group's own (Elysia runs the earlier one first).
+  const whole = routed.use(unmatchedErrors(deps.logger));
   // Request metrics label each answer with its route template, matched against this table.
   deps.requests.setRoutes(whole.routes);
   // A JSON group's parse-stage errors name only its body schema's own members (error-envelope.ts).

@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
+import { withoutSecrets } from "../../src/sites/source-secrets";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
@@ -12,6 +13,12 @@ import { scratchDir } from "../helpers/scratch-dirs";
 type Json = Record<string, any>;
 
 const BASE = "/admin/tenants/default/sites/news";
+
+/** A document with its content keys named by id only (what every read shows of them). */
+const keyIds = (document: Json) => ({
+  ...document,
+  contentKeys: (document.contentKeys as Json[]).map((k) => k.id),
+});
 
 /**
  * basicDocument with its top-level members in an author's order (long names first, which is
@@ -47,13 +54,29 @@ describe.each(storeKinds)("documents as their authors wrote them (%s store)", (k
   };
   const versions = async () => (await json(await h.admin("GET", `${BASE}/documents`))).documents.length as number;
 
+  it("keeps no content key's secret in the author's text; the text read back deploys again and keeps the key", async () => {
+    const secret = "authored-secret-0123456789abcdef0123";
+    const doc = { ...(basicDocument() as Record<string, unknown>), contentKeys: [{ id: "cms-1", secret }] };
+    const text = JSON.stringify(doc, null, "\t");
+    const deployed = await json(await h.admin("POST", `${BASE}/deploy`, { source: text, preview: true }));
+    const read = await json(await h.admin("GET", `${BASE}/documents/${deployed.deployment.version}`));
+    expect(JSON.stringify(read)).not.toContain(secret);
+    expect(JSON.parse(read.source).contentKeys).toEqual([{ id: "cms-1" }]);
+    // Staged again as read: the key keeps its stored secret (its fingerprint does not move).
+    const keys = await json(await h.admin("GET", `${BASE}/content-keys`));
+    const again = await json(await h.admin("POST", `${BASE}/deploy`, { source: read.source, preview: true }));
+    expect(again.deployment.version).toBeGreaterThan(deployed.deployment.version);
+    expect(await json(await h.admin("GET", `${BASE}/content-keys`))).toEqual(keys);
+  });
+
   it("keeps a deployed source text exactly, beside the document as data in Postgres' order", async () => {
     const text = authoredText();
     const deployed = await json(await h.admin("POST", `${BASE}/deploy`, { source: text, preview: true }));
     const version = deployed.deployment.version;
     const read = await json(await h.admin("GET", `${BASE}/documents/${version}`));
-    expect(read.source).toBe(text);
-    expect(read.document).toEqual(JSON.parse(text));
+    // As written, less the content keys' secrets (kept sealed apart: src/sites/source-secrets.ts).
+    expect(read.source).toBe(withoutSecrets(text));
+    expect(keyIds(read.document)).toEqual(keyIds(JSON.parse(text)));
     // What this keeps that the data alone loses: the author's member order.
     const authorsOrder = Object.keys(JSON.parse(text));
     expect(Object.keys(read.document)).not.toEqual(authorsOrder);
@@ -64,7 +87,7 @@ describe.each(storeKinds)("documents as their authors wrote them (%s store)", (k
     const doc = JSON.parse(authoredText());
     const deployed = await json(await h.admin("POST", `${BASE}/deploy`, { document: doc, preview: true }));
     const read = await json(await h.admin("GET", `${BASE}/documents/${deployed.deployment.version}`));
-    expect(read.source).toBe(JSON.stringify(doc, null, 2));
+    expect(read.source).toBe(withoutSecrets(JSON.stringify(doc, null, 2)));
   });
 
   it("refuses a source that is not JSON, one with a NUL, both members or neither (422), and stores nothing", async () => {
@@ -103,7 +126,7 @@ describe.each(storeKinds)("documents as their authors wrote them (%s store)", (k
       expect(code).toBe(0);
       const version = Number(out.match(/version (\d+)/)?.[1]);
       const read = await json(await h.admin("GET", `${BASE}/documents/${version}`));
-      expect(read.source).toBe(authoredText());
+      expect(read.source).toBe(withoutSecrets(authoredText()));
     } finally {
       await server.stop(true);
     }

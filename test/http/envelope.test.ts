@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { Elysia, t } from "elysia";
-import { jsonApi } from "../../src/http/error-envelope";
+import { jsonApi, unmatchedErrors } from "../../src/http/error-envelope";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
 import { type Harness, memoryLogger, seedSite, startHarness } from "../helpers/harness";
@@ -146,9 +146,11 @@ describe("route groups carry their own parser and error rendering", () => {
       .post("/in", async ({ request }) => new Response(`got ${(await request.formData()).get("a")}`), {
         parse: "none",
       });
+  // The app's own renderer (src/app.ts: `unmatchedErrors`, registered after every group).
+  const appErrors = () => unmatchedErrors(logger);
   const orders = {
-    "JSON group first": () => new Elysia().use(jsonGroup()).use(formGroup()),
-    "form group first": () => new Elysia().use(formGroup()).use(jsonGroup()),
+    "JSON group first": () => new Elysia().use(jsonGroup()).use(formGroup()).use(appErrors()),
+    "form group first": () => new Elysia().use(formGroup()).use(jsonGroup()).use(appErrors()),
   };
 
   for (const [name, build] of Object.entries(orders)) {
@@ -181,6 +183,12 @@ describe("route groups carry their own parser and error rendering", () => {
       );
       expect(form.status).toBe(200);
       expect(await form.text()).toBe("got 1");
+      // The form group's own page, not the app's envelope; the app's renderer answers no route.
+      const formError = await app.handle(new Request("http://localhost/form/in", { method: "POST", body: "a=1" }));
+      expect(await formError.text()).toBe("<p>page error</p>");
+      const none = await app.handle(new Request("http://localhost/nowhere"));
+      expect(none.status).toBe(404);
+      expect((await none.json()).error.code).toBe("not_found");
     });
   }
 });
