@@ -49,15 +49,22 @@ document.addEventListener("change", (event) => {
   });
 });
 
-// The document editor is a script of its own (CodeMirror, ~hundreds of KB): loaded once, and only
-// when a page has a textarea that asks for it. It attaches itself, now and after every htmx swap.
-function loadEditorWhenWanted(): void {
-  if (document.querySelector("textarea[data-editor]") === null) return;
-  if (document.querySelector("script[data-editor-script]") !== null) return;
-  const script = document.createElement("script");
-  script.src = "/console/assets/editor.js";
-  script.dataset.editorScript = "";
-  document.head.append(script);
+// The document editor (CodeMirror, ~hundreds of KB) and the insight page's charts (uPlot) are
+// scripts of their own: each loaded once, and only when a page has what asks for it, on a first
+// load or after an htmx swap (a boosted link swaps the body only, never runs the new head's
+// scripts). Each attaches itself, now and after every later swap.
+const WANTED: readonly { readonly selector: string; readonly src: string }[] = [
+  { selector: "textarea[data-editor]", src: "/console/assets/editor.js" },
+  { selector: "table[data-chart]", src: "/console/assets/insight.js" },
+];
+function loadScriptsWhenWanted(): void {
+  for (const { selector, src } of WANTED) {
+    if (document.querySelector(selector) === null) continue;
+    if (document.querySelector(`script[src="${src}"]`) !== null) continue;
+    const script = document.createElement("script");
+    script.src = src;
+    document.head.append(script);
+  }
 }
-document.addEventListener("DOMContentLoaded", loadEditorWhenWanted);
-document.addEventListener("htmx:load", loadEditorWhenWanted);
+document.addEventListener("DOMContentLoaded", loadScriptsWhenWanted);
+document.addEventListener("htmx:load", loadScriptsWhenWanted);

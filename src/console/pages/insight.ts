@@ -71,7 +71,6 @@ ${view.experiments.experiments.length > 0 ? view.experiments.experiments.map((e)
 <h2 id="meters">Meters</h2>
 ${view.meters.meters.length > 0 ? view.meters.meters.map(meterSection) : html`<p>The live document has no meters.</p>`}`,
     session,
-    { script: "insight.js" },
   );
 }
 

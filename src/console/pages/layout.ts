@@ -53,18 +53,12 @@ function freshNonce(): string {
 }
 
 /**
- * The whole page: one stylesheet and one script, both from the console itself (strict CSP); a
- * page may add one more script of the console's own (`assets`: the insight page's charts). The
- * stylesheet's link carries the page's style nonce, where the editor reads it: under htmx the
+ * The whole page: one stylesheet and one script, both from the console itself (strict CSP; the
+ * console's script loads the editor and the charts where a page has them). The stylesheet's link carries the page's style nonce, where the editor reads it: under htmx the
  * first page's head (and its policy) stays while bodies are swapped, so the nonce to use is the
  * one in the head, never one in a swapped body.
  */
-export function layout(
-  title: string,
-  body: Html,
-  session: ConsoleSession | null,
-  assets: { readonly script?: string } = {},
-): Html {
+export function layout(title: string, body: Html, session: ConsoleSession | null): Html {
   const nonce = freshNonce();
   const page = html`<!doctype html>
 <html lang="en">
@@ -76,7 +70,6 @@ export function layout(
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" nonce="${nonce}">
 <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
-${assets.script ? html`<script src="${CONSOLE_PATH}/assets/${assets.script}" defer></script>` : ""}
 </head>
 <body hx-boost="true">
 <a class="skip" href="#main">Skip to content</a>
