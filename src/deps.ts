@@ -24,7 +24,7 @@ import { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
-import { KeyStore } from "./keys/store";
+import { DrizzleKeyStore, type KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
@@ -153,7 +153,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     }));
   const siteStore = new SiteStore(database.db);
   const registry = new SiteRegistry(siteStore, logger);
-  const keyStore = new KeyStore(database.db);
+  const keyStore = new DrizzleKeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
   // The embedded store has one writer (this process holds the data folder), so the counters
   // may know which keys exist and skip reads for first-seen subjects.
