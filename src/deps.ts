@@ -46,7 +46,7 @@ import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
 import { StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
-import { UserStore } from "./users/store";
+import { DrizzleUserStore, type UserStore } from "./users/store";
 
 /** Keyed decide: 2,000 requests per fixed 10-second window per key. */
 export const KEYED_DECIDE_LIMIT = 2_000;
@@ -165,7 +165,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
   });
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
-  const users = new UserStore(database.db, config.readDeadlineMs);
+  const users = new DrizzleUserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
   const streamingStore = new StreamingStore(database.db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
