@@ -17,7 +17,7 @@ import { type ClientAddresses, clientAddresses } from "./http/client-address";
 import { RequestStats } from "./http/request-stats";
 import { AccessTokens } from "./identity/access-token";
 import type { IdentityDeps } from "./identity/service";
-import { IdentityStore } from "./identity/store";
+import { DrizzleIdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
 import { InterventionHub } from "./interventions/hub";
@@ -236,7 +236,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   );
   const orgs = new OrgStore(database.db, config.readDeadlineMs);
   const identityDeps: IdentityDeps = {
-    identity: new IdentityStore(database.db, config.readDeadlineMs),
+    identity: new DrizzleIdentityStore(database.db, config.readDeadlineMs),
     users,
     accessTokens: new AccessTokens(config.secret),
     upstream: new UpstreamVerifier(config.idpTimeoutMs, now),
