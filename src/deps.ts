@@ -34,7 +34,7 @@ import { MailBudget } from "./mail-budget/mail-budget";
 import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
 import { StoreSizes } from "./ops/store-sizes";
-import { OrgStore } from "./orgs/store";
+import { DrizzleOrgStore, type OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
@@ -234,7 +234,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
     overrides.mailBudgets,
   );
-  const orgs = new OrgStore(database.db, config.readDeadlineMs);
+  const orgs = new DrizzleOrgStore(database.db, config.readDeadlineMs);
   const identityDeps: IdentityDeps = {
     identity: new DrizzleIdentityStore(database.db, config.readDeadlineMs),
     users,
