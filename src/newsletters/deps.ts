@@ -10,7 +10,7 @@ import type { SiteRegistry } from "../sites/registry";
 import type { UserStore } from "../users/store";
 import { NewsletterFactsCache } from "./facts-cache";
 import { UnsubscribeTokens } from "./mail";
-import { NewsletterStore } from "./store";
+import { DrizzleNewsletterStore, type NewsletterStore } from "./store";
 import { registerSyncJob } from "./sync";
 
 export interface NewsletterDeps {
@@ -42,11 +42,11 @@ export function createNewsletterDeps(
     NewsletterDeps,
     "identity" | "users" | "outbox" | "services" | "jobs" | "changes" | "registry" | "logger" | "now" | "mailBudget"
   > & {
-    readonly db: ConstructorParameters<typeof NewsletterStore>[0];
+    readonly db: ConstructorParameters<typeof DrizzleNewsletterStore>[0];
     readonly config: Config;
   },
 ): NewsletterDeps {
-  const store = new NewsletterStore(input.db);
+  const store = new DrizzleNewsletterStore(input.db);
   const deps: NewsletterDeps = {
     store,
     facts: new NewsletterFactsCache(store),
