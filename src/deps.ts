@@ -44,7 +44,7 @@ import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
-import { StreamingStore } from "./streaming/store";
+import { DrizzleStreamingStore, type StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
 import { DrizzleUserStore, type UserStore } from "./users/store";
 
@@ -167,7 +167,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const flusher = new Flusher([keyUsage, meters], config.flushIntervalMs, logger);
   const users = new DrizzleUserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
-  const streamingStore = new StreamingStore(database.db);
+  const streamingStore = new DrizzleStreamingStore(database.db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
 
   const giftStore = new GiftStore(database.db);
