@@ -49,6 +49,14 @@ export class MemoryUserStore implements UserStore {
     return row;
   }
 
+  /** Puts back rows saved with `structuredClone` (a twin's transaction that failed). */
+  restore(rows: Map<string, UserRow>, grants: Map<string, Map<string, GrantRow>>): void {
+    this.rows.clear();
+    for (const [id, row] of rows) this.rows.set(id, row);
+    this.grants.clear();
+    for (const [id, held] of grants) this.grants.set(id, held);
+  }
+
   /** Removes a user and, as the foreign keys cascade, its grants. */
   deleteUser(userId: string): void {
     this.rows.delete(userId);
