@@ -111,6 +111,11 @@ export class MemoryJobStore implements JobStore {
     row.lastError = error.slice(0, 500);
   }
 
+  /** The last error recorded on each row (what the drizzle store keeps in `last_error`). */
+  lastErrors(): (string | null)[] {
+    return [...this.rows.values()].map((r) => r.lastError);
+  }
+
   async nextDue(kinds: readonly string[]): Promise<number> {
     const wanted = new Set(kinds);
     let next = Number.POSITIVE_INFINITY;
