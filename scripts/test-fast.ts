@@ -10,7 +10,8 @@ const root = join(import.meta.dir, "..");
 const slow =
   /helpers\/(databases|harness|browser|process|second-process|threads)|freshDatabase|startHarness|openDatabase|createDeps|Bun\.spawn|\bspawn\(|PGlite|pglite/;
 
-function testFiles(dir: string): string[] {
+/** Every test file under `dir`, recursively. */
+export function testFiles(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
