@@ -2,8 +2,10 @@
 // one after another, the embedded store only unless --server) and reports the wall time of each,
 // slowest first, as the table in docs/architecture.md "Test tiers". Each file's time includes its
 // process start and its databases, which is what the file costs in a run of its own. Results are
-// written as JSON lines to --out as they come (default /tmp/svc-test-times.jsonl); --table FILE
-// prints the table again from such a file.
+// written as JSON lines to --out as they come (default /tmp/svc-test-times.jsonl); --table FILE...
+// prints the table again from such files. `--shard K/N` measures every N-th file (from the K-th),
+// so N runs can share a machine whose load comes from elsewhere; `--skip FILE` leaves out the
+// files a run already measured.
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -36,26 +38,34 @@ function table(times: FileTime[], top: number): string {
   return lines.join("\n");
 }
 
+/** The times a run wrote (JSON lines). */
+function read(path: string): FileTime[] {
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as FileTime);
+}
+
 function counted(output: string, word: "pass" | "fail"): number {
   const match = output.match(new RegExp(`^\\s*(\\d+) ${word}$`, "m"));
   return match ? Number(match[1]) : 0;
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     options: {
       out: { type: "string", default: "/tmp/svc-test-times.jsonl" },
       table: { type: "string" },
       top: { type: "string", default: "15" },
       server: { type: "boolean", default: false },
+      shard: { type: "string", default: "1/1" },
+      skip: { type: "string" },
     },
+    allowPositionals: true,
   });
   const top = Number(values.top);
   if (values.table !== undefined) {
-    const times = readFileSync(values.table, "utf8")
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as FileTime);
+    const times = [values.table, ...positionals].flatMap(read);
     console.log(table(times, top));
     process.exit(0);
   }
@@ -63,9 +73,13 @@ if (import.meta.main) {
   if (!values.server) delete env.DATABASE_URL;
   const out = values.out as string;
   writeFileSync(out, "");
+  const [k, n] = (values.shard as string).split("/").map(Number) as [number, number];
+  const measured = new Set(values.skip === undefined ? [] : read(values.skip).map((t) => t.file));
   const files = testFiles(join(root, "test"))
     .map((f) => `./${relative(root, f)}`)
-    .sort();
+    .sort()
+    .filter((f) => !measured.has(f))
+    .filter((_, i) => i % n === k - 1);
   const times: FileTime[] = [];
   console.log(
     `${new Date().toISOString()}: ${files.length} files, ${values.server ? "with" : "without"} a server store`,
