@@ -3,7 +3,7 @@
 // slowest first, as the table in docs/architecture.md "Test tiers". Each file's time includes its
 // process start and its databases, which is what the file costs in a run of its own. Results are
 // written as JSON lines to --out as they come (default /tmp/svc-test-times.jsonl); --table FILE...
-// prints the table again from such files. `--shard K/N` measures every N-th file (from the K-th),
+// prints the table again from such files (a file measured twice counts by its last run). `--shard K/N` measures every N-th file (from the K-th),
 // so N runs can share a machine whose load comes from elsewhere; `--skip FILE` leaves out the
 // files a run already measured.
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
@@ -65,7 +65,9 @@ if (import.meta.main) {
   });
   const top = Number(values.top);
   if (values.table !== undefined) {
-    const times = [values.table, ...positionals].flatMap(read);
+    // A file measured again (a rerun with --skip) counts by its last measurement.
+    const last = new Map([values.table, ...positionals].flatMap(read).map((t) => [t.file, t]));
+    const times = [...last.values()];
     console.log(table(times, top));
     process.exit(0);
   }
