@@ -21,7 +21,7 @@ import { RequestStats } from "./http/request-stats";
 import { AccessTokens } from "./identity/access-token";
 import { type CredentialsPlugin, credentialsPlugin } from "./identity/credentials";
 import type { IdentityDeps } from "./identity/service";
-import { IdentityStore } from "./identity/store";
+import { DrizzleIdentityStore } from "./identity/store";
 import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
 import { errorText } from "./infra/error-text";
@@ -33,7 +33,7 @@ import { DrizzleStreamSlots } from "./interventions/stream-slots";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
-import { KeyStore } from "./keys/store";
+import { DrizzleKeyStore, type KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
 import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
@@ -44,7 +44,7 @@ import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
 import { registerAnonymousSubscribeJob } from "./newsletters/service";
 import { StoreSizes } from "./ops/store-sizes";
-import { OrgStore } from "./orgs/store";
+import { DrizzleOrgStore, type OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
 import { AnswerCache } from "./recommendations/cache";
@@ -55,9 +55,9 @@ import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
 import { SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
-import { StreamingStore } from "./streaming/store";
+import { DrizzleStreamingStore, type StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
-import { UserStore } from "./users/store";
+import { DrizzleUserStore, type UserStore } from "./users/store";
 
 /** Keyed decide: 2,000 requests per fixed 10-second window per key. */
 const KEYED_DECIDE_LIMIT = 2_000;
@@ -181,7 +181,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const outside: OutsideCalls = tracing ?? UNTRACED;
   const siteStore = new SiteStore(database.db, new SealedText(config.secret, "content-key"));
   const registry = new SiteRegistry(siteStore, logger);
-  const keyStore = new KeyStore(database.db);
+  const keyStore = new DrizzleKeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
   // The embedded store has one writer (this process holds the data folder), so the counters
   // may know which keys exist and skip reads for first-seen subjects.
@@ -195,9 +195,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const insight = new DrizzleInsightStore(database.db);
   const decisionCounts = new DecisionCounts(insight);
   const flusher = new Flusher([keyUsage, meters, decisionCounts], config.flushIntervalMs, logger);
-  const users = new UserStore(database.db, config.readDeadlineMs);
+  const users = new DrizzleUserStore(database.db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
-  const streamingStore = new StreamingStore(database.db);
+  const streamingStore = new DrizzleStreamingStore(database.db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
 
   const giftStore = new GiftStore(database.db);
@@ -267,9 +267,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
     overrides.mailBudgets,
   );
-  const orgs = new OrgStore(database.db, config.readDeadlineMs);
+  const orgs = new DrizzleOrgStore(database.db, config.readDeadlineMs);
   const identityDeps: IdentityDeps = {
-    identity: new IdentityStore(database.db, config.readDeadlineMs),
+    identity: new DrizzleIdentityStore(database.db, config.readDeadlineMs),
     users,
     accessTokens: new AccessTokens(config.secret),
     upstream: new UpstreamVerifier(config.idpTimeoutMs, now, outside.fetch("idp")),

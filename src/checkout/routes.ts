@@ -11,7 +11,7 @@ import { selectedSite } from "../sites/selection";
 import { originRefused } from "./errors";
 import { CheckoutReply, checkoutBodyOf } from "./model";
 import { type CheckoutDeps, startCheckout } from "./service";
-import { CheckoutStore } from "./store";
+import { type CheckoutStore, DrizzleCheckoutStore } from "./store";
 
 /** What checkout needs of the process (a narrow view of the app's deps). */
 export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
@@ -20,6 +20,8 @@ export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
     readonly config: Pick<Config, "paymentTimeoutMs" | "maxBodyBytes">;
     /** Who is calling, for the per-client window (behind the trusted proxies or not). */
     readonly clients: ClientAddresses;
+    /** The checkout store; the drizzle one over `database` when not given (tests give the twin). */
+    readonly checkoutStore?: CheckoutStore;
   };
 
 /** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
@@ -28,7 +30,7 @@ const CHECKOUT_WINDOW_MS = 60_000;
 
 /** The capability's dependencies, from the app's. */
 export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
-  return { ...deps, checkoutStore: new CheckoutStore(deps.database.db) };
+  return { ...deps, checkoutStore: deps.checkoutStore ?? new DrizzleCheckoutStore(deps.database.db) };
 }
 
 /**

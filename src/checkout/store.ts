@@ -27,20 +27,50 @@ export type EventOutcome =
   | { readonly duplicate: true }
   | { readonly duplicate: false; readonly changedUsers: string[] };
 
+/** A checkout session as started: what `recordSession` takes (the rest is filled as it completes). */
+export type NewCheckoutSession = Omit<
+  CheckoutSessionRow,
+  "status" | "grantedUserId" | "subscriptionId" | "paymentIntentId" | "customerId" | "createdAt" | "completedAt"
+>;
+
+/** The store's own transaction, handed by `applyOnce` to the effect's `complete` and `revoke`; opaque to callers. */
+export type CheckoutTx = object;
+
+/**
+ * Checkout sessions and the provider events applied: Postgres behind this interface, or the
+ * in-memory twin. An event applies once however often it is delivered, and a failing effect
+ * applies nothing.
+ */
+export interface CheckoutStore {
+  /** Refused (throws) for a session id already stored. */
+  recordSession(row: NewCheckoutSession): Promise<void>;
+  session(tenantId: string, id: string): Promise<CheckoutSessionRow | undefined>;
+  /** Records the event's id (a second delivery changes nothing) and runs `effect` with it, atomically. */
+  applyOnce(
+    tenantId: string,
+    event: { readonly id: string; readonly type: string; readonly subject: string | null },
+    effect: (tx: CheckoutTx) => Promise<string[]>,
+  ): Promise<EventOutcome>;
+  /** Grants an open session's offer to the reader `completionOf` names (never shortening a held grant); answers whose grants changed. */
+  complete(
+    tx: CheckoutTx,
+    tenantId: string,
+    sessionId: string,
+    completionOf: (row: CheckoutSessionRow) => Completion | null,
+  ): Promise<string[]>;
+  /** Ends granted purchases and removes (or re-dates) their grants. */
+  revoke(tx: CheckoutTx, tenantId: string, by: RevokeBy): Promise<{ ended: number; changedUsers: string[] }>;
+}
+
 /**
  * Postgres-backed checkout: the sessions we started, and the provider events applied. Each event
  * is applied in one transaction with its row in `checkout_events`, so an event id is applied
  * once however often it is delivered, and a failure applies nothing (the provider redelivers).
  */
-export class CheckoutStore {
+export class DrizzleCheckoutStore implements CheckoutStore {
   constructor(private readonly db: Db) {}
 
-  async recordSession(
-    row: Omit<
-      CheckoutSessionRow,
-      "status" | "grantedUserId" | "subscriptionId" | "paymentIntentId" | "customerId" | "createdAt" | "completedAt"
-    >,
-  ): Promise<void> {
+  async recordSession(row: NewCheckoutSession): Promise<void> {
     await this.db.insert(checkoutSessions).values(row);
   }
 
@@ -199,7 +229,9 @@ export class CheckoutStore {
  * When a grant ends given the purchases that still confer it: never while a subscription is live,
  * else when the longest-lasting one-time purchase ends.
  */
-function expiryOf(purchases: { mode: string; completedAt: Date | null; durationMs: number | null }[]): Date | null {
+export function expiryOf(
+  purchases: { mode: string; completedAt: Date | null; durationMs: number | null }[],
+): Date | null {
   let latest = 0;
   for (const p of purchases) {
     if (p.mode === "subscription" || p.durationMs === null) return null;

@@ -7,13 +7,65 @@ import type { UserRow } from "../users/store";
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type MagicLinkRow = typeof magicLinks.$inferSelect;
+export type ConflictRow = typeof identityConflicts.$inferSelect;
+
+/**
+ * Sessions, magic links, upstream subject bindings and identity conflicts (and the writes to
+ * users that sign-in makes): Postgres behind this interface, or the in-memory twin. A `db`
+ * parameter is a caller's transaction on the drizzle store; the twin writes at once.
+ */
+export interface IdentityStore {
+  createSession(tenantId: string, userId: string, tokenHash: string, expiresAt: Date): Promise<SessionRow>;
+  /** A live session (expiring after `now`) and its user, by token hash. */
+  sessionByToken(
+    tenantId: string,
+    tokenHash: string,
+    now: Date,
+  ): Promise<{ session: SessionRow; user: UserRow } | null>;
+  extendSession(id: string, expiresAt: Date): Promise<void>;
+  deleteSession(id: string): Promise<void>;
+  /** How many sessions were ended. */
+  deleteSessionsOfUser(tenantId: string, userId: string): Promise<number>;
+  createMagicLink(
+    row: { tenantId: string; siteId: string; email: string; tokenHash: string; expiresAt: Date },
+    db?: Db,
+  ): Promise<void>;
+  /** Consumes a live magic link atomically: of concurrent consumers exactly one gets the row. */
+  consumeMagicLink(tenantId: string, tokenHash: string, now: Date): Promise<MagicLinkRow | null>;
+  userByEmail(tenantId: string, email: string): Promise<UserRow | undefined>;
+  /** The existing user with this address, or a new one; `verified` marks the address verified. */
+  findOrCreateByEmail(tenantId: string, email: string, verified: boolean, db?: Db): Promise<UserRow>;
+  userBySubject(tenantId: string, subject: string): Promise<UserRow | undefined>;
+  /** Binds an upstream subject to a user; a subject already bound keeps its user. */
+  bindSubject(tenantId: string, subject: string, userId: string): Promise<void>;
+  /** Moves a binding to a new subject, in one transaction. */
+  rebindSubject(tenantId: string, subject: string, newSubject: string, userId: string): Promise<void>;
+  /** Another live (not erased) user holding the address, if any. */
+  otherUserWithEmail(tenantId: string, email: string, userId: string): Promise<UserRow | undefined>;
+  /** Refused (throws) when another user of the tenant holds the address. */
+  changeEmail(userId: string, email: string, verified: boolean, changedAt: Date): Promise<UserRow>;
+  recordConflict(row: {
+    tenantId: string;
+    kind: "email" | "subject";
+    userId: string;
+    collidingUserId: string;
+    value: string;
+  }): Promise<void>;
+  conflicts(tenantId: string): Promise<ConflictRow[]>;
+  /** Anonymises a user in place (id and record kept), ends every session, drops streaming values. */
+  erase(userId: string, now: Date): Promise<void>;
+  updateProfile(
+    userId: string,
+    values: { name?: string; firstName?: string | null; lastName?: string | null; traits?: Record<string, unknown> },
+  ): Promise<UserRow>;
+}
 
 /**
  * Postgres-backed sessions, magic links, upstream subject bindings and identity conflicts. The
  * lookups requests await have a deadline (503 past it); writes have none, since a write past a
  * deadline may still commit.
  */
-export class IdentityStore {
+export class DrizzleIdentityStore implements IdentityStore {
   constructor(
     private readonly db: Db,
     private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,
@@ -190,7 +242,7 @@ export class IdentityStore {
     await this.db.insert(identityConflicts).values({ id: randomUUID(), ...row });
   }
 
-  async conflicts(tenantId: string) {
+  async conflicts(tenantId: string): Promise<ConflictRow[]> {
     return this.db.select().from(identityConflicts).where(eq(identityConflicts.tenantId, tenantId));
   }
 

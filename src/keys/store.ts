@@ -4,11 +4,29 @@ import { apiKeys } from "../../db/schema";
 
 export type KeyRow = typeof apiKeys.$inferSelect;
 
+export type NewKeyRow = typeof apiKeys.$inferInsert;
+
+/** Where API keys live (hashes only): Postgres behind this interface, or the in-memory twin. */
+export interface KeyStore {
+  /** Rejects a second key with the same id or hash. */
+  insert(row: NewKeyRow): Promise<KeyRow>;
+  byHash(hash: string): Promise<KeyRow | undefined>;
+  byId(id: string): Promise<KeyRow | undefined>;
+  /** Every key neither revoked nor expired at `at`: what a process holds in memory from its start. */
+  listUsable(at: Date): Promise<KeyRow[]>;
+  /** Newest first. */
+  listForSite(tenantId: string, siteId: string): Promise<KeyRow[]>;
+  /** Marks a key revoked (once: a second revoke keeps the first date); the row, its count and last use stay. */
+  revoke(id: string, at: Date): Promise<KeyRow | undefined>;
+  /** Adds request counts and moves last-used dates forward (never back), for many keys at once. */
+  addUsage(usage: { id: string; delta: number; lastUsedOn: string }[]): Promise<void>;
+}
+
 /** Postgres-backed store of API keys. Holds hashes only. */
-export class KeyStore {
+export class DrizzleKeyStore implements KeyStore {
   constructor(private readonly db: Db) {}
 
-  async insert(row: typeof apiKeys.$inferInsert): Promise<KeyRow> {
+  async insert(row: NewKeyRow): Promise<KeyRow> {
     const [created] = await this.db.insert(apiKeys).values(row).returning();
     if (!created) throw new Error("key insert returned no row");
     return created;

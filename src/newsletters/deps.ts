@@ -11,7 +11,7 @@ import type { SiteRegistry } from "../sites/registry";
 import type { UserStore } from "../users/store";
 import { NewsletterFactsCache } from "./facts-cache";
 import { UnsubscribeTokens } from "./mail";
-import { NewsletterStore } from "./store";
+import { DrizzleNewsletterStore, type NewsletterStore } from "./store";
 import { registerSyncJob } from "./sync";
 
 export interface NewsletterDeps {
@@ -56,11 +56,11 @@ export function createNewsletterDeps(
     | "mailBudget"
     | "outside"
   > & {
-    readonly db: ConstructorParameters<typeof NewsletterStore>[0];
+    readonly db: ConstructorParameters<typeof DrizzleNewsletterStore>[0];
     readonly config: Config;
   },
 ): NewsletterDeps {
-  const store = new NewsletterStore(input.db);
+  const store = new DrizzleNewsletterStore(input.db);
   const deps: NewsletterDeps = {
     store,
     facts: new NewsletterFactsCache(store),

@@ -53,8 +53,44 @@ export function effectiveStatus(row: Pick<StandingRow, "status" | "pendingUntil"
   return row.status;
 }
 
+/**
+ * Newsletter standings and confirmation links: Postgres behind this interface, or the in-memory
+ * twin. A `db` parameter is a caller's transaction on the drizzle store; the twin writes at once.
+ */
+export interface NewsletterStore {
+  /** A user's standings on the given lists (every list of the user when `listIds` is omitted). */
+  standings(tenantId: string, userId: string, listIds?: readonly string[]): Promise<StandingRow[]>;
+  /** The standings of several users (ids that are not uuids are skipped). */
+  standingsOfUsers(
+    tenantId: string,
+    userIds: readonly string[],
+  ): Promise<{ userId: string; listId: string; status: string; pendingUntil: Date | null }[]>;
+  /** Writes standings (upsert); consent proof is kept until a new confirmation replaces it. */
+  write(
+    tenantId: string,
+    userId: string,
+    writes: readonly StandingWrite[],
+    now: number,
+    consent?: ConsentProof,
+    db?: Db,
+  ): Promise<void>;
+  /** Records what the vendor was last told of a standing. */
+  setVendorState(
+    tenantId: string,
+    userId: string,
+    listId: string,
+    vendorStatus: string,
+    subscriberId: string | null,
+  ): Promise<void>;
+  /** Refused (throws) for a token hash already stored. */
+  addConfirmation(row: Omit<ConfirmationRow, "confirmedAt">, db?: Db): Promise<void>;
+  confirmation(tenantId: string, tokenHash: string): Promise<ConfirmationRow | undefined>;
+  /** Marks a link used (the first use's time and client are kept). */
+  markConfirmed(tokenHash: string, now: number, client: string): Promise<void>;
+}
+
 /** Postgres-backed newsletter standings and confirmation links (both stores). */
-export class NewsletterStore {
+export class DrizzleNewsletterStore implements NewsletterStore {
   constructor(private readonly db: Db) {}
 
   /** A user's standings on the given lists (every list of the user when `listIds` is omitted). */

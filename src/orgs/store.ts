@@ -19,6 +19,68 @@ export type MemberRow = MembershipRow & { readonly user: MemberUser };
 /** Most organizations the access cookie names (a cookie has a size limit; docs/organizations.md). */
 const MAX_ORGS_IN_COOKIE = 50;
 
+/** A new invitation and the pending one it superseded, if any. */
+export interface Invited {
+  invitation: InvitationRow;
+  superseded: InvitationRow | null;
+}
+
+/**
+ * Organizations, memberships and invitations (tenant-wide): Postgres behind this interface, or
+ * the in-memory twin. Every lookup names the tenant, so an id of another tenant reads as unknown.
+ */
+export interface OrgStore {
+  /** A new organization with its first owner (the user created when new); null when the slug is taken in the tenant. */
+  createOrganization(
+    tenantId: string,
+    values: { name: string; slug: string; logo: string | null },
+    ownerEmail: string,
+  ): Promise<{ organization: OrganizationRow; owner: MemberRow } | null>;
+  /** By slug. */
+  listOrganizations(tenantId: string): Promise<OrganizationRow[]>;
+  organization(tenantId: string, id: string): Promise<OrganizationRow | undefined>;
+  updateOrganization(id: string, values: { name: string; logo?: string | null }): Promise<OrganizationRow>;
+  membershipOf(tenantId: string, organizationId: string, userId: string): Promise<MembershipRow | undefined>;
+  member(organizationId: string, by: { id: string } | { email: string }): Promise<MemberRow | undefined>;
+  /** Oldest seat first. */
+  listMembers(organizationId: string): Promise<MemberRow[]>;
+  ownerCount(organizationId: string): Promise<number>;
+  setRole(memberId: string, role: string): Promise<void>;
+  /** Frees a seat exactly once and clears it as the active organization of the user's sessions. */
+  removeMember(member: MembershipRow): Promise<boolean>;
+  setActive(sessionId: string, organizationId: string | null): Promise<void>;
+  /** What the access cookie carries: the user's roles (at most MAX_ORGS_IN_COOKIE, the active one first) and the active organization. */
+  claims(tenantId: string, userId: string, activeOrganizationId: string | null): Promise<OrgClaims>;
+  /**
+   * A new pending invitation, superseding (canceling) a pending one for the same address; `then`
+   * runs once the row is in, and what it throws undoes the invitation.
+   */
+  invite(
+    values: {
+      tenantId: string;
+      organizationId: string;
+      email: string;
+      role: string;
+      inviterId: string;
+      expiresAt: Date;
+    },
+    then?: (tx: Tx, done: Invited) => Promise<void>,
+  ): Promise<Invited>;
+  invitation(tenantId: string, id: string): Promise<InvitationRow | undefined>;
+  /** Oldest first. */
+  listInvitations(organizationId: string): Promise<InvitationRow[]>;
+  /** Accepts a pending, unexpired invitation for `email` with the seat (a seated user keeps their role); null when not pending or expired. */
+  accept(
+    tenantId: string,
+    id: string,
+    email: string,
+    userId: string,
+    now: Date,
+  ): Promise<{ invitation: InvitationRow; membership: MembershipRow } | null>;
+  /** Moves a pending invitation to `rejected` or `canceled` (compare-and-set); null if it was not pending. */
+  close(tenantId: string, id: string, status: "rejected" | "canceled", email?: string): Promise<InvitationRow | null>;
+}
+
 const memberColumns = {
   id: memberships.id,
   tenantId: memberships.tenantId,
@@ -35,7 +97,7 @@ const memberColumns = {
  * compare-and-set from `pending` (UPDATE ... WHERE status = 'pending' RETURNING): of concurrent
  * callers exactly one moves a row.
  */
-export class OrgStore {
+export class DrizzleOrgStore implements OrgStore {
   constructor(
     private readonly db: Db,
     private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,

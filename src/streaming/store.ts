@@ -22,6 +22,26 @@ export interface StoredRow {
   readonly values: Readonly<Record<string, unknown>>;
 }
 
+/** Streaming values, one row per (site, user, pipeline): Postgres behind this interface, or the in-memory twin. */
+export interface StreamingStore {
+  /**
+   * Writes a batch atomically: a row lands when the site is served (live, not disabled) and the
+   * user exists and is not erased, and its window is not older than the stored one (members
+   * merged: a null clears, an absent one keeps); the written users are logged on the change feed.
+   * Answers each input user's outcome (null: written).
+   */
+  writeBatch(
+    tenantId: string,
+    siteId: string,
+    pipeline: string,
+    writes: readonly PendingWrite[],
+  ): Promise<Map<string, WriteOutcome>>;
+  /** Every pipeline's stored row of each user at one site (ids that are not uuids are skipped). */
+  rowsOf(tenantId: string, siteId: string, userIds: readonly string[]): Promise<StoredRow[]>;
+  /** Drops a user's values at every site (erasure). */
+  eraseUser(tenantId: string, userId: string): Promise<void>;
+}
+
 /**
  * Postgres-backed streaming values: one row per (site, user, pipeline).
  *
@@ -32,7 +52,7 @@ export interface StoredRow {
  * batches and retries can never put an older window over a newer one. Rows are written in user
  * id order so two batches locking the same users cannot deadlock.
  */
-export class StreamingStore {
+export class DrizzleStreamingStore implements StreamingStore {
   constructor(private readonly db: Db) {}
 
   async writeBatch(

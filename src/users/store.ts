@@ -14,12 +14,27 @@ export function isUserId(value: string): boolean {
   return UUID.test(value);
 }
 
+/** Users and their grants (tenant-wide): Postgres behind this interface, or the in-memory twin. */
+export interface UserStore {
+  /** Creates a user (the address trimmed and lower-cased), or returns the existing one with that address (created: false). */
+  createUser(tenantId: string, email: string): Promise<{ user: UserRow; created: boolean }>;
+  /** Undefined for an id that is not a uuid. */
+  userById(tenantId: string, id: string): Promise<UserRow | undefined>;
+  /** Users and grants for many ids at once (the decide path batches its misses); ids that are not uuids are skipped. */
+  usersWithGrants(tenantId: string, ids: string[]): Promise<{ users: UserRow[]; grants: GrantRow[] }>;
+  /** A user's grants, by grant name. */
+  listGrants(tenantId: string, userId: string): Promise<GrantRow[]>;
+  /** Adds a grant, or replaces its expiry when the user already holds it. */
+  addGrant(tenantId: string, userId: string, grant: string, expiresAt: Date | null): Promise<GrantRow>;
+  revokeGrant(tenantId: string, userId: string, grant: string): Promise<boolean>;
+}
+
 /**
  * Postgres-backed users and their grants (tenant-wide: one user across all sites). The reads
  * requests await one by one have a deadline (503 past it); `usersWithGrants` has none of its
  * own, since decide puts its deadline on each request's wait, not on the batch it shares.
  */
-export class UserStore {
+export class DrizzleUserStore implements UserStore {
   constructor(
     private readonly db: Db,
     private readonly readDeadlineMs = DEFAULT_READ_DEADLINE_MS,

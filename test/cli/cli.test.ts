@@ -15,8 +15,7 @@ describe("first run, the operator CLI and a graceful stop (embedded store, real 
     server = await startServerProcess({ SVC_DATA_DIR: dataDir });
     env = { SVC_URL: server.url, SVC_DATA_DIR: dataDir };
     // The seed prints its curl line once the demo site is deployed.
-    const deadline = Date.now() + 20_000;
-    while (!server.output().includes("curl -s") && Date.now() < deadline) await Bun.sleep(50);
+    await server.waitForOutput(/curl -s/, 20_000);
   }, 60_000);
   afterAll(async () => {
     await server?.stop("SIGKILL");

@@ -3,35 +3,14 @@ import { createApp } from "../../src/app";
 import { type Config, loadConfig } from "../../src/config";
 import type { MeterStore } from "../../src/counters/meter-counters";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
-import { createLogger, type Logger } from "../../src/logger";
 import type { MailTransport } from "../../src/mail/outbox";
 import type { MailBudgetRules } from "../../src/mail-budget/budgets";
+import { manualClock, memoryLogger } from "./clock";
 import { scratchDir } from "./scratch-dirs";
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789abcdef";
 
-/** A clock tests drive by hand: no sleeps to wait for timers. */
-export function manualClock(start = Date.parse("2026-11-21T12:00:00Z")) {
-  let now = start;
-  return {
-    now: () => now,
-    set: (ms: number) => {
-      now = ms;
-    },
-    advance: (ms: number) => {
-      now += ms;
-    },
-  };
-}
-
-/** A logger that keeps its lines, so tests can assert what was (not) logged. */
-export function memoryLogger(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  return Object.assign(
-    createLogger("debug", (l) => lines.push(l)),
-    { lines },
-  );
-}
+export { manualClock, memoryLogger } from "./clock";
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const dataDir = scratchDir("svc-test-");

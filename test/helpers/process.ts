@@ -8,6 +8,8 @@ export interface ServerProcess {
   port: number;
   url: string;
   output: () => string;
+  /** The first match of `pattern` in the output, as soon as it is printed; null at the deadline or once the process exits without it. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray | null>;
   /** Sends a signal and waits for the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
@@ -24,33 +26,46 @@ export async function startServerProcess(
     stderr: "pipe",
   });
   let out = "";
+  // Waiters run on each chunk of output: tests wait on what the server prints, not on time.
+  const watchers = new Set<() => void>();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
     for await (const chunk of stream) {
       out += decoder.decode(chunk);
       options.onOutput?.(out);
+      for (const watch of watchers) watch();
     }
   };
   void pump(child.stdout);
   void pump(child.stderr);
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
-  let port = 0;
-  while (Date.now() < deadline) {
-    const match = out.match(/"message":"listening","port":(\d+)/);
-    if (match) {
-      port = Number(match[1]);
-      // The first-run seed prints after "listening": wait for the server to answer.
-      break;
-    }
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
-    await Bun.sleep(50);
-  }
+  const waitForOutput = (pattern: RegExp, timeoutMs = 30_000) =>
+    new Promise<RegExpMatchArray | null>((resolve) => {
+      const done = (match: RegExpMatchArray | null) => {
+        watchers.delete(watch);
+        clearTimeout(timer);
+        resolve(match);
+      };
+      const watch = () => {
+        const match = out.match(pattern);
+        if (match) done(match);
+        else if (child.exitCode !== null) done(null);
+      };
+      const timer = setTimeout(() => done(out.match(pattern)), timeoutMs);
+      watchers.add(watch);
+      void child.exited.then(watch);
+      watch();
+    });
+  const listening = await waitForOutput(/"message":"listening","port":(\d+)/, options.startTimeoutMs ?? 30_000);
+  // The first-run seed prints after "listening": callers wait for what they need of it.
+  const port = listening ? Number(listening[1]) : 0;
+  if (!port && child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
   if (!port) throw new Error(`server did not start:\n${out}`);
   return {
     pid: child.pid,
     port,
     url: `http://127.0.0.1:${port}`,
     output: () => out,
+    waitForOutput,
     async stop(signal = "SIGTERM") {
       child.kill(signal);
       return child.exited;

@@ -17,6 +17,8 @@ function decodeQuotedPrintable(raw: string): string {
 /** A real SMTP server on 127.0.0.1 that keeps what it receives. */
 export async function startSmtpServer() {
   const received: ReceivedMail[] = [];
+  /** Run on every message that arrives: `waitFor` waits on the arrival itself, not on time. */
+  const arrivals = new Set<() => void>();
   /** Recipients still to refuse with a temporary failure (451), one per message. */
   let refuseNext = 0;
   const server = new SMTPServer({
@@ -41,6 +43,7 @@ export async function startSmtpServer() {
           raw,
           text: decodeQuotedPrintable(raw),
         });
+        for (const arrived of arrivals) arrived();
         callback();
       });
     },
@@ -57,8 +60,20 @@ export async function startSmtpServer() {
     },
     /** Waits (bounded) until `count` messages have arrived. */
     async waitFor(count: number, timeoutMs = 5_000): Promise<ReceivedMail[]> {
-      const start = Date.now();
-      while (received.length < count && Date.now() - start < timeoutMs) await Bun.sleep(20);
+      if (received.length < count)
+        await new Promise<void>((resolve) => {
+          const arrived = () => {
+            if (received.length < count) return;
+            arrivals.delete(arrived);
+            clearTimeout(timer);
+            resolve();
+          };
+          const timer = setTimeout(() => {
+            arrivals.delete(arrived);
+            resolve();
+          }, timeoutMs);
+          arrivals.add(arrived);
+        });
       if (received.length < count) throw new Error(`expected ${count} mails, got ${received.length}`);
       return received;
     },

@@ -4,13 +4,20 @@ import type { StoredRow, StreamingStore } from "../../src/streaming/store";
 
 const USER = "0b5c2a3e-5d0f-4c1e-9a57-6f3f1d2b8c41";
 
-/** A store whose reads the test answers by hand, counting them. */
+type Pending = { resolve: (rows: StoredRow[]) => void; reject: (e: unknown) => void };
+
+/** A store whose reads the test answers by hand; `read(n)` settles once the cache has made its n-th read. */
 function manualStore() {
-  const pending: { resolve: (rows: StoredRow[]) => void; reject: (e: unknown) => void }[] = [];
+  const calls: PromiseWithResolvers<Pending>[] = [];
+  const call = (n: number) => {
+    calls[n] ??= Promise.withResolvers<Pending>();
+    return calls[n];
+  };
+  let made = 0;
   const store = {
-    rowsOf: () => new Promise<StoredRow[]>((resolve, reject) => pending.push({ resolve, reject })),
+    rowsOf: () => new Promise<StoredRow[]>((resolve, reject) => call(made++).resolve({ resolve, reject })),
   } as unknown as StreamingStore;
-  return { store, pending };
+  return { store, read: (n: number) => call(n).promise, reads: () => made };
 }
 
 const row = (score: number, windowEnd = 0): StoredRow => ({
@@ -21,48 +28,44 @@ const row = (score: number, windowEnd = 0): StoredRow => ({
 });
 
 test("holds a loaded user's values, with cleared columns absent and window_end as ISO 8601", async () => {
-  const { store, pending } = manualStore();
+  const { store, read, reads } = manualStore();
   const cache = new StreamingFactsCache(store);
   const loading = cache.get("t", "news", USER);
   expect(loading).toBeInstanceOf(Promise);
-  await Bun.sleep(0);
-  pending[0]!.resolve([row(1)]);
+  (await read(0)).resolve([row(1)]);
   expect(await loading).toEqual({ engagement: { score: 1, window_end: "1970-01-01T00:00:00.000Z" } });
   // Held: synchronous, no read.
   expect(cache.get("t", "news", USER)).toEqual({ engagement: { score: 1, window_end: "1970-01-01T00:00:00.000Z" } });
-  expect(pending).toHaveLength(1);
+  expect(reads()).toBe(1);
   cache.invalidate("t", `news\n${USER}`);
   expect(cache.get("t", "news", USER)).toBeInstanceOf(Promise);
 });
 
 test("a load in flight when its user is dropped answers its request but is not kept", async () => {
-  const { store, pending } = manualStore();
+  const { store, read } = manualStore();
   const cache = new StreamingFactsCache(store);
   const loading = cache.get("t", "news", USER);
-  await Bun.sleep(0);
+  const first = await read(0);
   // A write lands while the read is on its way: the read may have seen the row before it.
   cache.drop("t", "news", [USER]);
-  pending[0]!.resolve([row(1)]);
+  first.resolve([row(1)]);
   expect(((await loading) as Record<string, Record<string, unknown>>).engagement?.score).toBe(1);
   // Not kept: the next request reads again and keeps what it reads.
   const again = cache.get("t", "news", USER);
   expect(again).toBeInstanceOf(Promise);
-  await Bun.sleep(0);
-  pending[1]!.resolve([row(2, 1)]);
+  (await read(1)).resolve([row(2, 1)]);
   await again;
   expect((cache.get("t", "news", USER) as Record<string, Record<string, unknown>>).engagement?.score).toBe(2);
 });
 
 test("a failed load keeps nothing and the next request reads again", async () => {
-  const { store, pending } = manualStore();
+  const { store, read } = manualStore();
   const cache = new StreamingFactsCache(store);
   const loading = cache.get("t", "news", USER);
-  await Bun.sleep(0);
-  pending[0]!.reject(new Error("store down"));
+  (await read(0)).reject(new Error("store down"));
   await expect(loading).rejects.toThrow("store down");
   const again = cache.get("t", "news", USER);
-  await Bun.sleep(0);
-  pending[1]!.resolve([]);
+  (await read(1)).resolve([]);
   expect(await again).toEqual({});
   expect(cache.get("t", "news", USER)).toEqual({});
   // Another site's values are apart.
