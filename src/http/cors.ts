@@ -3,6 +3,8 @@ import { AppError } from "../infra/errors";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import type { SiteRegistry } from "../sites/registry";
 import { SITE_HEADER, tenantOf } from "../sites/selection";
+import { appErrorResponse } from "./error-envelope";
+import { requestIdFor } from "./request-id";
 
 /**
  * How a browser-facing route answers a page on another origin:
@@ -131,7 +133,7 @@ export function browserCors(registry: SiteRegistry, group: AnyElysia): AnyElysia
     if (served.length === 0) continue;
     const methods = served.map(([method]) => method).join(", ");
     const isPublic = served.every(([, policy]) => policy === "public");
-    out = out.options(path, ({ request, set }) => {
+    out = out.options(path, ({ request }) => {
       if (isPublic) {
         return new Response(null, {
           status: 204,
@@ -145,8 +147,10 @@ export function browserCors(registry: SiteRegistry, group: AnyElysia): AnyElysia
       }
       const origin = request.headers.get("origin");
       if (origin === null || !tenantAllows(registry, request, origin)) {
-        set.headers.vary = "Origin";
-        throw originRefused();
+        // Answered here (the preflight routes are this wrapper's own, with no group's renderer).
+        const refused = appErrorResponse(originRefused(), requestIdFor(request));
+        refused.headers.set("vary", "Origin");
+        return refused;
       }
       return new Response(null, {
         status: 204,

@@ -17,7 +17,7 @@ export interface MemberUser {
 export type MemberRow = MembershipRow & { readonly user: MemberUser };
 
 /** Most organizations the access cookie names (a cookie has a size limit; docs/organizations.md). */
-const MAX_ORGS_IN_COOKIE = 50;
+export const MAX_ORGS_IN_COOKIE = 50;
 
 /** A new invitation and the pending one it superseded, if any. */
 export interface Invited {

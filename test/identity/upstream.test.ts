@@ -121,7 +121,7 @@ describe.each(storeKinds)("upstream pushes (%s store)", (kind) => {
     ]) {
       const res = await push("change-identifier", { subject: "sub-far", email: "frozen@example.com", changedAt });
       expect(res.status).toBe(422);
-      expect((await res.json()).error).toEqual({
+      expect((await res.json()).error).toMatchObject({
         code: "validation_failed",
         message: "The request failed validation.",
         details: [
