@@ -36,7 +36,7 @@ describe.each(storeKinds)("ids that reach an index are bounded at the edge (%s s
     for (const body of [{}, { explain: true }]) {
       const res = await decide({ userId: subject, content: signedContent({ id: articleId }), ...body });
       expect(res.status).toBe(422);
-      expect((await res.json()).error).toEqual({
+      expect((await res.json()).error).toMatchObject({
         code: "validation_failed",
         message: "The request failed validation.",
         details: [{ path: "/content/payload", message: `its id must be at most ${MAX_ARTICLE_ID_LENGTH} characters` }],
