@@ -96,7 +96,7 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s
     expect(responses["422"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" });
     expect(responses["429"].headers["Retry-After"].required).toBe(true);
     expect(responses["503"].headers["Retry-After"]).toBeDefined();
-    expect(doc.components.schemas.ErrorEnvelope.properties.error.required).toEqual(["code", "message"]);
+    expect(doc.components.schemas.ErrorEnvelope.properties.error.required).toEqual(["code", "message", "requestId"]);
   });
 
   it("generates the decide body from the model the route validates with", () => {
