@@ -129,6 +129,7 @@ describe.each(transports)("SVC_WORKERS=2 on the server store (SVC_HTTP_SERVER=%s
   it("stops every worker gracefully on SIGTERM and exits 0", async () => {
     const pids = listening(server.output()).map((w) => w.pid);
     const code = await server.stop("SIGTERM");
+    if (code !== 0) console.log("CLUSTER-OUT", server.output().slice(-3000));
     expect(code).toBe(0);
     expect(server.output()).toContain('"message":"workers stopped","clean":true');
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
