@@ -433,9 +433,10 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   for (const rate of [deps.keyedDecideRate, deps.browserDecideRate, deps.forwardRate]) {
     if (rate instanceof QuotaLeases) await rate.stop();
   }
-  await deps.outbox.stop();
   deps.retention.stop();
+  // Jobs first: a job in flight may still write mail and kick the outbox.
   await deps.jobs.stop();
+  await deps.outbox.stop();
   await deps.changes.stop();
   await deps.flusher.flushAll();
   if (options.closeDatabase !== false) await deps.database.close();

@@ -100,6 +100,8 @@ export class Outbox {
   private enqueued = 0;
   /** `enqueued` when the drain in flight began. */
   private drainingFrom = 0;
+  /** Set by `stop`: no drain starts after it (rows wait in the outbox for the next start). */
+  private stopped = false;
 
   /**
    * `shared`: other processes use the same store (a Postgres server), so every timer tick looks
@@ -163,6 +165,7 @@ export class Outbox {
   }
 
   start(intervalMs = 1000): void {
+    this.stopped = false;
     if (this.timer) return;
     this.timer = setInterval(() => {
       if (this.now() >= this.quietUntil) void this.drain();
@@ -170,10 +173,12 @@ export class Outbox {
     (this.timer as { unref?: () => void }).unref?.();
   }
 
+  /** Stops the timer and waits out the drains in flight (a drain chained behind one included). */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.draining) await this.draining;
+    while (this.draining) await this.draining;
   }
 
   /** Mails not sent yet (pending or being sent), for /metrics. */
@@ -185,8 +190,13 @@ export class Outbox {
     return Number(row?.n ?? 0);
   }
 
-  /** Sends what is due; returns how many were sent. Overlapping calls share one drain. */
+  /**
+   * Sends what is due; returns how many were sent. Overlapping calls share one drain. It never
+   * rejects: a store or transport failure is logged and the rows stay due (kicks and the timer
+   * start drains nobody awaits).
+   */
   drain(): Promise<number> {
+    if (this.stopped) return Promise.resolve(0);
     if (this.draining) {
       // A drain in flight that began before the latest enqueue may miss its row: run another
       // after it, so a caller's drain always covers the mail written before it was called.
@@ -194,9 +204,15 @@ export class Outbox {
       return this.draining.then((sent) => this.drain().then((more) => sent + more));
     }
     this.drainingFrom = this.enqueued;
-    this.draining = this.drainOnce().finally(() => {
-      this.draining = null;
-    });
+    this.draining = this.drainOnce()
+      .catch((error: unknown) => {
+        this.logger.warn("outbox drain failed", { error: errorText(error) });
+        this.quietUntil = 0;
+        return 0;
+      })
+      .finally(() => {
+        this.draining = null;
+      });
     return this.draining;
   }
 
@@ -281,14 +297,19 @@ export class Outbox {
           final: failed,
           error: errorText(error),
         });
-        await this.db
-          .update(mailOutbox)
-          .set({
-            status: failed ? "failed" : "pending",
-            nextAttemptAt: new Date(this.now() + backoffMs),
-            lastError: String(error).slice(0, 500),
-          })
-          .where(eq(mailOutbox.id, row.id));
+        try {
+          await this.db
+            .update(mailOutbox)
+            .set({
+              status: failed ? "failed" : "pending",
+              nextAttemptAt: new Date(this.now() + backoffMs),
+              lastError: String(error).slice(0, 500),
+            })
+            .where(eq(mailOutbox.id, row.id));
+        } catch (writeError) {
+          // The claim's deadline (CLAIM_MS) makes the row due again without this write.
+          this.logger.warn("outbox retry not recorded", { id: row.id, error: errorText(writeError) });
+        }
       }
     }
     return { sent, claimed: rows.length };
