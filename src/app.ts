@@ -12,7 +12,7 @@ import { openApiRoutes } from "./contracts/openapi";
 import { browserDecideRoutes, forwardRoutes } from "./decide/browser-routes";
 import { adminExplainRoutes } from "./decide/explain-admin-routes";
 import { KEYED_DECIDE_PATH } from "./decide/model";
-import { keyedDecideHandler } from "./decide/routes";
+import { keyedDecideHandler, keyedDecideText } from "./decide/routes";
 import type { Deps } from "./deps";
 import { adminGiftRoutes } from "./gifts/admin-routes";
 import { giftRoutes } from "./gifts/routes";
@@ -36,6 +36,7 @@ import { igluRoutes } from "./iglu/routes";
 import { adminImpactRoutes } from "./impact/admin-routes";
 import { errorText, stackFrames } from "./infra/error-text";
 import { AppError, errorBody } from "./infra/errors";
+import { withHotPath } from "./infra/hot-request";
 import { adminInsightRoutes } from "./insight/routes";
 import { interventionRoutes } from "./interventions/routes";
 import { newsletterLinkRoutes, newsletterRoutes } from "./newsletters/routes";
@@ -83,9 +84,12 @@ export function createApp(deps: Deps) {
   // on the request: a batched turn runs it later); off, the handler is not wrapped at all.
   const keyed = keyedDecideHandler(deps);
   const decide = perTurn(deps.tracing === null ? keyed : deps.tracing.handler("decide", decideAttributes, keyed));
+  // Over the h1 transport with tracing off, keyed decide reads the transport's light request and
+  // answers JSON text: no `Request` or `Response` is built on its hot path (src/infra/hot-request.ts).
+  const route = deps.tracing === null ? withHotPath(decide, perTurn(keyedDecideText(deps))) : decide;
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below, with no body parsing.
-  const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: decide } };
+  const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: route } };
   // normalize "typebox": unknown members are still dropped, but a body of the wrong type stays
   // as sent and fails its schema (422). Elysia's default cleaner (exact-mirror) rebuilds an object
   // schema's value from its members, so `0`, `[]` or `"s"` became `{}` and passed.

@@ -5,6 +5,7 @@ import type { KeyedRate } from "../counters/quota-leases";
 import { takeKeyedRate } from "../counters/take-rate";
 import { bodyReadError, bodyTooLarge, pendingJsonBody } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
+import type { HotRequest } from "../infra/hot-request";
 import { authenticateKeyed, type KeyGuardDeps } from "../keys/guard";
 import type { Logger } from "../logger";
 import { PREVIEW_HEADER } from "../preview/tokens";
@@ -38,6 +39,22 @@ const JSON_HEADERS = new Headers({ "content-type": "application/json" });
  * The key is checked before the body is read, so an unauthenticated caller costs a header read.
  */
 export function keyedDecideHandler(deps: KeyedDecideDeps): (request: Request) => Promise<Response> {
+  return keyedDecide(deps, (json) => new Response(json, { headers: JSON_HEADERS }));
+}
+
+/**
+ * The same route for the h1 transport's hot path (`NativeRoute.hot`): it reads the transport's
+ * light request and answers a decision as its JSON text, which the transport writes as a 200 of
+ * `application/json` (an error is still a `Response`).
+ */
+export function keyedDecideText(deps: KeyedDecideDeps): (request: HotRequest) => Promise<string | Response> {
+  return keyedDecide(deps, (json) => json);
+}
+
+function keyedDecide<R>(
+  deps: KeyedDecideDeps,
+  answer: (json: string) => R,
+): (request: HotRequest) => Promise<R | Response> {
   const decideDeps = decideDepsOf(deps);
   const schema = TypeCompiler.Compile(DecideBody);
   const maxBody = deps.config.maxBodyBytes;
@@ -77,7 +94,7 @@ export function keyedDecideHandler(deps: KeyedDecideDeps): (request: Request) =>
       const json = decided instanceof Promise ? await decided : decided;
       // Answered: impact replay may keep it (a countdown here; a pick is captured later).
       impact.offer(decisions, req, json);
-      return new Response(json, { headers: JSON_HEADERS });
+      return answer(json);
     } catch (error) {
       return errorResponseOf(deps.logger, request, error);
     }

@@ -1,4 +1,5 @@
 import { AppError, errorResponse } from "../infra/errors";
+import type { HotRequest } from "../infra/hot-request";
 import { checkJsonShape } from "./json-shape";
 import { requestIdFor } from "./request-id";
 
@@ -9,7 +10,7 @@ const tooLarge = () => new AppError("payload_too_large", "The request body is to
  * Bodies without a length (chunked) are counted while `jsonBody` reads them.
  */
 export function bodyTooLarge(
-  request: Request,
+  request: HotRequest,
   maxBytes: number,
   length: string | null = request.headers.get("content-length"),
 ): Response | undefined {
@@ -41,7 +42,7 @@ const notJson = () => new AppError("bad_request", "The request body is not valid
  * then parsed; empty, it is no body. A rejection goes through `bodyReadError`.
  */
 export function pendingJsonBody(
-  request: Request,
+  request: HotRequest,
   maxBytes: number,
   length: string | null,
 ): Promise<unknown> | undefined {

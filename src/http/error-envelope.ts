@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { StoreUnavailable, storeUnavailableOf } from "../infra/deadline";
 import { errorText, stackFrames } from "../infra/error-text";
 import { AppError, errorBody, statusOf } from "../infra/errors";
+import type { HotRequest } from "../infra/hot-request";
 import type { Logger } from "../logger";
 import { jsonBody } from "./body-limit";
 import { requestIdFor } from "./request-id";
@@ -95,7 +96,7 @@ const storeWarnings = new WeakMap<Logger, { at: number; unlogged: number }>();
  * A store outage: 503 with Retry-After, and a warning (at most one a second per logger, so an
  * outage under load does not flood the log) naming the reason, never the query or the URL.
  */
-function storeUnavailableResponse(logger: Logger, request: Request, error: StoreUnavailable): Response {
+function storeUnavailableResponse(logger: Logger, request: HotRequest, error: StoreUnavailable): Response {
   const now = Date.now();
   const last = storeWarnings.get(logger);
   if (last !== undefined && now - last.at < 1000) last.unlogged += 1;
@@ -115,7 +116,7 @@ function storeUnavailableResponse(logger: Logger, request: Request, error: Store
  * An unexpected failure: logged with the request id, answered 500 without internals; a
  * connection-class store error is an outage instead (503 with Retry-After).
  */
-function unexpectedErrorResponse(logger: Logger, request: Request, error: unknown): Response {
+function unexpectedErrorResponse(logger: Logger, request: HotRequest, error: unknown): Response {
   const unavailable = storeUnavailableOf(error);
   if (unavailable !== null) return storeUnavailableResponse(logger, request, unavailable);
   const requestId = requestIdFor(request);
@@ -168,7 +169,7 @@ export function classify(
 /** Any failure as the JSON envelope, with its status and headers and the request's id. */
 export function errorResponseOf(
   logger: Logger,
-  request: Request,
+  request: HotRequest,
   error: unknown,
   code?: string | number,
   bodySchema?: unknown,

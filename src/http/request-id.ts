@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { HotRequest } from "../infra/hot-request";
 
 /** What a client may send as `x-request-id`: printable ASCII, no spaces, 1 to 128 characters. */
 const VALID_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -19,7 +20,7 @@ const REQUEST_ID = Symbol("svc.requestId");
  * Gives a request the id its answer's `x-request-id` carries: the transports (src/http/h1, node,
  * bun) call it once per request, so an error body names the same id as its header.
  */
-export function tagRequest(request: Request, id: string): void {
+export function tagRequest(request: object, id: string): void {
   (request as unknown as Record<symbol, string>)[REQUEST_ID] = id;
 }
 
@@ -27,7 +28,7 @@ export function tagRequest(request: Request, id: string): void {
  * The id a request was given by its transport; a request handled without one (`app.handle` in
  * tests) gets the client's valid `x-request-id` or a new UUID, kept for the rest of the request.
  */
-export function requestIdFor(request: Request): string {
+export function requestIdFor(request: HotRequest): string {
   const tagged = (request as unknown as Record<symbol, string | undefined>)[REQUEST_ID];
   if (tagged !== undefined) return tagged;
   const id = requestIdOf(request.headers.get("x-request-id"));

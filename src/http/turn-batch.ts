@@ -20,14 +20,14 @@
  */
 export const BUSY_TURN = 8;
 
-export function perTurn<T>(handler: (request: T) => Promise<Response>): (request: T) => Promise<Response> {
+export function perTurn<T, R = Response>(handler: (request: T) => Promise<R>): (request: T) => Promise<R> {
   /** Requests seen in this turn so far (0: none yet, and no end-of-turn callback scheduled). */
   let seen = 0;
   /** The turn before this one had BUSY_TURN requests or more: queue this turn's after the first. */
   let busy = false;
   let requests: T[] = [];
-  let settles: ((answer: Promise<Response>) => void)[] = [];
-  const run = (request: T): Promise<Response> => {
+  let settles: ((answer: Promise<R>) => void)[] = [];
+  const run = (request: T): Promise<R> => {
     try {
       return handler(request);
     } catch (error) {
@@ -43,7 +43,7 @@ export function perTurn<T>(handler: (request: T) => Promise<Response>): (request
     requests = [];
     settles = [];
     for (let i = 0; i < batch.length; i++) {
-      (settle[i] as (answer: Promise<Response>) => void)(run(batch[i] as T));
+      (settle[i] as (answer: Promise<R>) => void)(run(batch[i] as T));
     }
   };
   return (request) => {
@@ -52,7 +52,7 @@ export function perTurn<T>(handler: (request: T) => Promise<Response>): (request
       return run(request);
     }
     if (!busy) return run(request);
-    return new Promise<Response>((resolve) => {
+    return new Promise<R>((resolve) => {
       requests.push(request);
       settles.push(resolve);
     });

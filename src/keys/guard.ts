@@ -1,4 +1,5 @@
 import { AppError } from "../infra/errors";
+import type { FieldReader, HotRequest } from "../infra/hot-request";
 import type { SiteRegistry, SiteState } from "../sites/registry";
 import { readSiteId, SITE_HEADER, servedSite, tenantOf } from "../sites/selection";
 import type { ApiKey, KeyService } from "./service";
@@ -9,7 +10,7 @@ const wrongSite = () => new AppError("forbidden", "This key is not pinned to the
 const lacksPermission = (permission: string) => new AppError("forbidden", `This key does not hold ${permission}.`);
 
 /** The key value from `Authorization: Bearer` or `x-api-key`; a cookie is never read here. */
-function presentedKey(headers: Headers): string | null {
+function presentedKey(headers: FieldReader): string | null {
   const auth = headers.get("authorization");
   if (auth !== null) {
     if (auth.length > 7 && auth.slice(0, 7).toLowerCase() === "bearer ") return auth.slice(7).trim();
@@ -54,7 +55,7 @@ export interface KeyGuardOptions {
  */
 export function authenticateKeyed(
   deps: KeyGuardDeps,
-  request: Request,
+  request: HotRequest,
   options: KeyGuardOptions = {},
 ): KeyedRequest | Promise<KeyedRequest> {
   const headers = request.headers;
@@ -70,7 +71,7 @@ export function authenticateKeyed(
 
 function admit(
   deps: KeyGuardDeps,
-  request: Request,
+  request: HotRequest,
   siteId: string | null,
   apiKey: ApiKey | null,
   now: number,

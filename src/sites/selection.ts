@@ -1,4 +1,5 @@
 import { AppError } from "../infra/errors";
+import type { FieldReader, HotRequest } from "../infra/hot-request";
 import type { SiteRegistry, SiteState } from "./registry";
 
 export const SITE_HEADER = "x-svc-site-id";
@@ -9,14 +10,14 @@ const missingSiteHeader = () =>
 const unknownSite = () => new AppError("not_found", "Unknown site.");
 
 /** The selected site id: the header, else (only where a route allows it) a fallback. */
-export function readSiteId(headers: Headers, fallback?: string | null): string {
+export function readSiteId(headers: FieldReader, fallback?: string | null): string {
   const value = headers.get(SITE_HEADER) ?? fallback ?? null;
   if (value === null || value.length < 1 || value.length > 128) throw missingSiteHeader();
   return value;
 }
 
 /** The tenant a request reached, by its Host header; null when no tenant answers it. */
-export function tenantOf(registry: SiteRegistry, request: Request): string | null {
+export function tenantOf(registry: SiteRegistry, request: HotRequest): string | null {
   // With no host names bound, the default tenant answers every request: no header to read.
   if (!registry.hasHostNames()) return registry.tenantForHost(null);
   return registry.tenantForHost(request.headers.get("host") ?? hostOfUrl(request.url));

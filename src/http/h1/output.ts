@@ -1,5 +1,5 @@
 import type { Socket } from "bun";
-import { bodyless, encodeHead } from "./encode";
+import { bodyless, encodeHead, encodeJsonHead } from "./encode";
 
 /** One request's place in its connection's queue of answers, written in the order requested. */
 export interface Answer {
@@ -55,8 +55,15 @@ export class Output {
     return this.queue.length === 0 && this.streaming === undefined && this.pending.length === 0;
   }
 
-  /** Gives `answer` its response: encoded whole, or as a stream when it is one of events. */
-  settle(answer: Answer, response: Response): void {
+  /**
+   * Gives `answer` its response: encoded whole, or as a stream when it is one of events. A string
+   * is a hot route's JSON text (`NativeRoute.hot`), answered 200 as `application/json`.
+   */
+  settle(answer: Answer, response: Response | string): void {
+    if (typeof response === "string") {
+      this.settleJson(answer, response);
+      return;
+    }
     const status = response.status;
     answer.status = status;
     const type = response.headers.get("content-type") ?? "";
@@ -103,6 +110,21 @@ export class Output {
       answer.bytes = joined(head, noBody ? EMPTY : bytes);
       this.flush();
     }, failed);
+  }
+
+  /** A 200 of JSON text, its head written here (the same head `encodeHead` writes for it). */
+  private settleJson(answer: Answer, json: string): void {
+    answer.status = 200;
+    const length = Buffer.byteLength(json, "utf8");
+    const head = encodeJsonHead(length, answer, this.date());
+    if (answer.headOnly) {
+      answer.bytes = head;
+      answer.length = head.length;
+    } else {
+      answer.bytes = head + json;
+      answer.length = head.length + length;
+    }
+    this.flush();
   }
 
   /** Writes every ready answer at the head of the queue. */

@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import type { Socket } from "bun";
 import { AppError, errorBody } from "../../infra/errors";
+import type { NativeRoute } from "../../infra/hot-request";
 import { appErrorResponse } from "../error-envelope";
 import type { NodeServerHandle, ServedApp } from "../node-server";
 import { requestIdOf, tagRequest } from "../request-id";
@@ -10,8 +11,9 @@ import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } f
 import { encodeHead } from "./encode";
 import type { Refusal, RequestHead } from "./head";
 import type { Answer } from "./output";
+import { H1Request } from "./request";
 
-type Handler = (request: Request) => Response | Promise<Response>;
+type Handler = NativeRoute;
 
 export interface H1ServerOptions {
   port: number;
@@ -125,8 +127,12 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       const query = target.indexOf("?");
       const path = query === -1 ? target : target.slice(0, query);
       const native = routes[path]?.[head.method];
+      // A native route's hot path takes the light request (no `Request` built); traced, it does not.
+      const hot = tracing === undefined ? native?.hot : undefined;
+      const answer = newAnswer(head, requestIdOf(fieldOf(head, "x-request-id")));
+      const routable = usableHost(head.host) && target.charCodeAt(0) === 47;
       let request: Request | undefined;
-      if (usableHost(head.host) && target.charCodeAt(0) === 47) {
+      if (routable && hot === undefined) {
         try {
           request = new Request(`http://${head.host}${target}`, {
             method: head.method,
@@ -137,7 +143,6 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
           request = undefined;
         }
       }
-      const answer = newAnswer(head, requestIdOf(fieldOf(head, "x-request-id")));
       output.queue.push(answer);
       if (requests !== undefined) {
         const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
@@ -161,6 +166,28 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
             // Counting an answer already written must never fail it.
           }
         };
+      }
+      if (routable && hot !== undefined) {
+        const light = new H1Request(
+          head,
+          head.method === "GET" || head.method === "HEAD" ? undefined : body,
+          answer.requestId,
+        );
+        (light as unknown as Record<symbol, Connection>)[PEER] = connection;
+        let text: Promise<string | Response>;
+        try {
+          text = hot(light);
+        } catch (error) {
+          text = Promise.reject(error);
+        }
+        text.then(
+          (done) => output.settle(answer, done),
+          (error: unknown) => {
+            options.onError(error instanceof Error ? error : new Error(String(error)));
+            output.settle(answer, internalError(answer.requestId));
+          },
+        );
+        return answer;
       }
       if (request === undefined) {
         output.settle(

@@ -1,0 +1,64 @@
+import type { FieldReader, HotRequest } from "../../infra/hot-request";
+import { tagRequest } from "../request-id";
+import type { RequestHead } from "./head";
+
+const utf8 = Buffer.prototype.toString as (this: Uint8Array, encoding: "utf8", start: number, end: number) => string;
+
+/** A head's fields read by lower-case name, as `Headers.get` reads them (no copy made). */
+class HeadFields implements FieldReader {
+  constructor(private readonly fields: readonly (readonly [string, string])[]) {}
+
+  get(name: string): string | null {
+    let found: string | null = null;
+    const fields = this.fields;
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i] as readonly [string, string];
+      const sent = field[0];
+      if (sent.length === name.length && (sent === name || sent.toLowerCase() === name)) {
+        found = found === null ? field[1] : `${found}, ${field[1]}`;
+      }
+    }
+    return found;
+  }
+}
+
+/**
+ * The request a hot route (`NativeRoute.hot`, keyed decide) is handed over the h1 transport: its
+ * parsed head and whole body as they are, with no `Request` built. The body was already read
+ * (and held to the body limit) by the connection.
+ */
+export class H1Request implements HotRequest {
+  readonly headers: HeadFields;
+
+  constructor(
+    private readonly head: RequestHead,
+    private readonly bytes: Uint8Array | undefined,
+    requestId: string,
+  ) {
+    this.headers = new HeadFields(head.headers);
+    tagRequest(this, requestId);
+  }
+
+  get method(): string {
+    return this.head.method;
+  }
+
+  get url(): string {
+    return `http://${this.head.host}${this.head.target}`;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    const bytes = this.bytes;
+    return bytes === undefined ? null : new Blob([bytes]).stream();
+  }
+
+  /** The body parsed as JSON; rejects as `Request.json()` does on malformed or absent text. */
+  json(): Promise<unknown> {
+    const bytes = this.bytes;
+    try {
+      return Promise.resolve(JSON.parse(bytes === undefined ? "" : utf8.call(bytes, "utf8", 0, bytes.byteLength)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { listen } from "../../../src/app";
+import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
+import type { RequestHead } from "../../../src/http/h1/head";
+import { H1Request } from "../../../src/http/h1/request";
+import { requestIdFor } from "../../../src/http/request-id";
+import { basicDocument } from "../../fixtures/documents";
+import { freshDatabase } from "../../helpers/databases";
+import { type Harness, seedSite, startHarness } from "../../helpers/harness";
+import { send } from "./wire";
+
+const head = (headers: [string, string][], method = "POST"): RequestHead => ({
+  method,
+  target: "/v1/decide?x=1",
+  http10: false,
+  headers,
+  host: "svc.example:8080",
+  contentLength: -1,
+  chunked: false,
+  keepAlive: true,
+  expectContinue: false,
+});
+
+describe("the h1 transport's light request (keyed decide's hot path)", () => {
+  it("reads fields by lower-case name and joins repeated ones, as Headers does", () => {
+    const fields: [string, string][] = [
+      ["X-Svc-Site-Id", "news"],
+      ["Accept", "a"],
+      ["accept", "b"],
+      ["X-API-KEY", "k"],
+    ];
+    const light = new H1Request(head(fields), undefined, "rid-1");
+    const native = new Headers(fields);
+    for (const name of ["x-svc-site-id", "accept", "x-api-key", "authorization", "x-svc"]) {
+      expect(light.headers.get(name)).toBe(native.get(name));
+    }
+    expect(light.method).toBe("POST");
+    expect(light.url).toBe("http://svc.example:8080/v1/decide?x=1");
+    expect(requestIdFor(light)).toBe("rid-1");
+  });
+
+  it("parses its body as JSON, rejects malformed or absent text as Request.json() does, and streams it", async () => {
+    const bytes = new TextEncoder().encode('{"userId":"é"}');
+    expect(await new H1Request(head([]), bytes, "r").json()).toEqual({ userId: "é" });
+    expect(new H1Request(head([]), new TextEncoder().encode("{nope"), "r").json()).rejects.toThrow();
+    expect(new H1Request(head([]), undefined, "r").json()).rejects.toThrow();
+    expect(new H1Request(head([]), undefined, "r").body).toBeNull();
+    const streamed = new H1Request(head([]), bytes, "r").body;
+    expect(await new Response(streamed).text()).toBe('{"userId":"é"}');
+  });
+
+  it("writes a JSON answer's head exactly as the general encoder does", () => {
+    const headers = new Headers({ "content-type": "application/json" });
+    for (const fields of [
+      { requestId: "a-1", close: false, keepAlive10: false },
+      { requestId: "a-2", close: true, keepAlive10: false },
+      { requestId: "a-3", close: false, keepAlive10: true },
+    ]) {
+      const date = "Thu, 26 Nov 2026 20:00:00 GMT";
+      expect(encodeJsonHead(1234, fields, date)).toBe(encodeHead(200, headers, { length: 1234 }, fields, date));
+    }
+  });
+});
+
+describe("keyed decide over the h1 transport (the hot path), over a real socket", () => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let key: string;
+  let server: ReturnType<typeof listen>;
+  let port: number;
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db);
+    ({ key } = await seedSite(h, "news", basicDocument()));
+    server = listen(h.app, h.deps, 0);
+    port = server.server?.port as number;
+  }, 60_000);
+  afterAll(async () => {
+    await server.server?.stop(true);
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  const decideBytes = (body: string, extra = "") =>
+    `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${key}\r\n` +
+    `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+
+  it("answers as app.handle does: the same decisions, a UTF-8 length, the client's request id", async () => {
+    const body = JSON.stringify({ userId: "reader-é", features: ["section", "teaser"] });
+    const wire = await send(port, decideBytes(body, "x-request-id: hot-1\r\n"), { answers: 1 });
+    const answer = wire.answers[0];
+    expect(answer?.status).toBe(200);
+    expect(answer?.headers["content-type"]).toBe("application/json");
+    expect(answer?.headers["x-request-id"]).toBe("hot-1");
+    expect(Number(answer?.headers["content-length"])).toBe(answer?.body.byteLength);
+    const handled = await h.app.handle(
+      new Request("http://127.0.0.1/v1/decide", {
+        method: "POST",
+        headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify({ userId: "reader-è", features: ["section", "teaser"] }),
+      }),
+    );
+    const viaHandle = (await handled.json()) as { decisions: Record<string, unknown> };
+    const viaWire = JSON.parse(answer?.body.toString("utf8") ?? "") as { decisions: Record<string, unknown> };
+    expect(Object.keys(viaWire.decisions).sort()).toEqual(Object.keys(viaHandle.decisions).sort());
+    expect(viaWire.decisions.section).toEqual(viaHandle.decisions.section);
+  });
+
+  it("reads a chunked body, and answers a malformed one 400 in the envelope naming its request id", async () => {
+    const json = JSON.stringify({ userId: "chunked", features: ["section"] });
+    const chunked =
+      `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${key}\r\n` +
+      `content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n` +
+      `${Buffer.byteLength(json).toString(16)}\r\n${json}\r\n0\r\n\r\n`;
+    const malformed = decideBytes("{nope", "x-request-id: bad-1\r\n");
+    const wire = await send(port, chunked + malformed, { answers: 2 });
+    expect(wire.answers.map((a) => a.status)).toEqual([200, 400]);
+    expect(JSON.parse(wire.answers[0]?.body.toString() ?? "").decisions.section).toBeDefined();
+    const refused = JSON.parse(wire.answers[1]?.body.toString() ?? "");
+    expect(refused.error).toMatchObject({ code: "bad_request", requestId: "bad-1" });
+    expect(wire.answers[1]?.headers["x-request-id"]).toBe("bad-1");
+  });
+
+  it("answers pipelined decides in order, closing after the one that asks", async () => {
+    const bodies = [0, 1, 2].map((i) => JSON.stringify({ userId: `p-${i}`, features: ["section"] }));
+    const bytes = bodies.map((b, i) =>
+      decideBytes(b, `x-request-id: pipe-${i}\r\n${i === 2 ? "connection: close\r\n" : ""}`),
+    );
+    const wire = await send(port, bytes.join(""));
+    expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual(["pipe-0", "pipe-1", "pipe-2"]);
+    expect(wire.answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(wire.answers[2]?.headers.connection).toBe("close");
+    expect(wire.closed).toBe(true);
+  });
+});
