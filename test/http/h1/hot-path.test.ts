@@ -94,7 +94,7 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     expect(answer?.status).toBe(200);
     expect(answer?.headers["content-type"]).toBe("application/json");
     expect(answer?.headers["x-request-id"]).toBe("hot-1");
-    expect(Number(answer?.headers["content-length"])).toBe(answer?.body.byteLength);
+    expect(Number(answer?.headers["content-length"])).toBe(answer?.body.byteLength as number);
     const handled = await h.app.handle(
       new Request("http://127.0.0.1/v1/decide", {
         method: "POST",
