@@ -1,5 +1,4 @@
 import pino, { type DestinationStream } from "pino";
-import pretty from "pino-pretty";
 
 /** The logger every part is given. Never pass secrets (keys, tokens) in fields: only ids and prefixes. */
 export interface Logger {
@@ -34,7 +33,12 @@ export function createLogger(
     write !== undefined
       ? { write: (line: string) => write(line.endsWith("\n") ? line.slice(0, -1) : line) }
       : format === "pretty"
-        ? pretty({ sync: true, messageKey: "message", translateTime: "SYS:HH:MM:ss.l" })
+        ? // Loaded only for a terminal's pretty lines: a JSON-logging server never holds it.
+          (require("pino-pretty") as typeof import("pino-pretty"))({
+            sync: true,
+            messageKey: "message",
+            translateTime: "SYS:HH:MM:ss.l",
+          })
         : pino.destination({ dest: 1, sync: true });
   const log = pino(
     {

@@ -10,10 +10,8 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { W3CTraceContextPropagator } from "@opentelemetry/core";
+import type { BasicTracerProvider, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { StatementHook } from "../../db/client";
 import type { TracingSettings } from "../config";
 
@@ -50,9 +48,18 @@ export class Tracing implements OutsideCalls {
   readonly tracer: Tracer;
   private readonly provider: BasicTracerProvider;
   private readonly active = new AsyncLocalStorage<Context>();
-  private readonly propagator = new W3CTraceContextPropagator();
+  private readonly propagator: W3CTraceContextPropagator;
 
   constructor(settings: TracingSettings, exporter?: SpanExporter) {
+    // The SDK is loaded here, not at the top: a server without an OTLP endpoint never builds a
+    // Tracing, and so never holds the SDK and exporter modules (about 12 MB of RSS measured).
+    const { W3CTraceContextPropagator } = require("@opentelemetry/core") as typeof import("@opentelemetry/core");
+    const { OTLPTraceExporter } =
+      require("@opentelemetry/exporter-trace-otlp-http") as typeof import("@opentelemetry/exporter-trace-otlp-http");
+    const { resourceFromAttributes } = require("@opentelemetry/resources") as typeof import("@opentelemetry/resources");
+    const { BasicTracerProvider, BatchSpanProcessor } =
+      require("@opentelemetry/sdk-trace-base") as typeof import("@opentelemetry/sdk-trace-base");
+    this.propagator = new W3CTraceContextPropagator();
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ "service.name": settings.serviceName }),
       spanProcessors: [

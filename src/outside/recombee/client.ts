@@ -1,6 +1,9 @@
-import recombee from "recombee-api-client";
+import type recombeeModule from "recombee-api-client";
 import { type OutsideCalls, UNTRACED } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
+
+/** The client module, loaded on first use (a server with no engine configured never holds it). */
+const recombee = (): typeof recombeeModule => require("recombee-api-client") as typeof recombeeModule;
 
 /** One ask of the engine: for a user, or read-next for the item being read. */
 export interface EngineAsk {
@@ -52,7 +55,7 @@ export interface RecommendationEngine {
  * Ids are percent-encoded into the path (the client puts them there as given).
  */
 export class RecombeeEngine implements RecommendationEngine {
-  private readonly client: recombee.ApiClient;
+  private readonly client: recombeeModule.ApiClient;
 
   constructor(
     config: ServiceConfig<"recombee">,
@@ -68,7 +71,7 @@ export class RecombeeEngine implements RecommendationEngine {
     } else if (config.region !== undefined) {
       options.region = config.region;
     }
-    this.client = new recombee.ApiClient(config.databaseId, config.token, options);
+    this.client = new (recombee().ApiClient)(config.databaseId, config.token, options);
   }
 
   async recommend(ask: EngineAsk): Promise<EngineAnswer> {
@@ -80,8 +83,8 @@ export class RecombeeEngine implements RecommendationEngine {
     };
     const request =
       ask.itemId === undefined
-        ? new recombee.requests.RecommendItemsToUser(encodeURIComponent(ask.subject), ask.count, optional)
-        : new recombee.requests.RecommendItemsToItem(encodeURIComponent(ask.itemId), ask.subject, ask.count, {
+        ? new (recombee().requests.RecommendItemsToUser)(encodeURIComponent(ask.subject), ask.count, optional)
+        : new (recombee().requests.RecommendItemsToItem)(encodeURIComponent(ask.itemId), ask.subject, ask.count, {
             ...optional,
             cascadeCreate: false,
           });
@@ -107,8 +110,8 @@ export class RecombeeEngine implements RecommendationEngine {
 }
 
 function failureOf(error: unknown): EngineFailure {
-  if (error instanceof recombee.errors.TimeoutError) return new EngineFailure("unavailable", "engine timed out");
-  if (error instanceof recombee.errors.ResponseError) {
+  if (error instanceof recombee().errors.TimeoutError) return new EngineFailure("unavailable", "engine timed out");
+  if (error instanceof recombee().errors.ResponseError) {
     const status = (error as { statusCode: number }).statusCode;
     const text = String((error as { message?: unknown }).message ?? "").slice(0, 300);
     if (status === 401 || status === 403) return new EngineFailure("refused", `engine refused (${status})`);

@@ -1,4 +1,4 @@
-import StoryblokClient from "storyblok-js-client";
+import type StoryblokClient from "storyblok-js-client";
 import { type Fetch, UNTRACED } from "../../infra/tracing";
 import type { ServiceConfig } from "../service-config-model";
 
@@ -53,7 +53,9 @@ export class StoryblokCms implements CmsClient {
     private readonly now: () => number,
     fetch: Fetch = UNTRACED.fetch("storyblok"),
   ) {
-    this.client = new StoryblokClient({
+    // The client module is loaded here, on first use: a server with no CMS never holds it.
+    const { default: Client } = require("storyblok-js-client") as typeof import("storyblok-js-client");
+    this.client = new Client({
       fetch: fetch as typeof globalThis.fetch,
       accessToken: config.token,
       region: config.region,
