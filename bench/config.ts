@@ -2,8 +2,8 @@
 
 export type Mode = "full" | "quick" | "smoke";
 
-/** `all`: every scenario (the soak last); `soak`: the soak alone. */
-export type Scenario = "all" | "soak";
+/** `all`: every scenario (the soak last); `soak`: the soak alone; `memory`: the memory scenario alone. */
+export type Scenario = "all" | "soak" | "memory";
 
 export interface BenchConfig {
   mode: Mode;
@@ -57,7 +57,7 @@ export interface BenchConfig {
   databaseUrl: string | undefined;
 }
 
-const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [--scenario soak [--weeks N] [--readers N]]
+const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [--scenario soak [--weeks N] [--readers N] | memory]
 
   (default)  full run: spec rate 6 windows, saturation 30 s, memory at 1,000,000 subjects,
              100,000 of them read back by a restarted server, soak 14 weeks x 1,000 readers
@@ -72,6 +72,9 @@ const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [
              the soak alone (also: npm run bench:soak): stored size over simulated weeks, the
              clock injected, in this process (bench/soak.ts); --weeks (14) and --readers (1,000; 200 on a server)
              set its length and population, --smoke and --quick their smaller defaults
+  --scenario memory
+             the memory scenario alone: RSS of a fresh server after 1,000,000 meter subjects
+             (--quick: 100,000), then the read back
   --pin      a run of its own (bench/pinned.ts): servers on CPU 0, generators on CPU 1; the bare
              Bun.serve ceiling, a minimal decide and svc over each transport in alternating
              segments, req/s and server CPU µs per request, p99 at 5,000 req/s fixed
@@ -122,7 +125,8 @@ export function parseArgs(argv: readonly string[], env: Record<string, string | 
         throw new Error(`--keys needs an integer 1..1000\n${USAGE}`);
     } else if (a === "--scenario") {
       const name = args[++i];
-      if (name !== "soak" && name !== "all") throw new Error(`--scenario is soak or all\n${USAGE}`);
+      if (name !== "soak" && name !== "all" && name !== "memory")
+        throw new Error(`--scenario is soak, memory or all\n${USAGE}`);
       scenario = name;
     } else if (a === "--weeks") soakWeeks = positiveInt("weeks", args[++i], 520);
     else if (a === "--readers") soakReaders = positiveInt("readers", args[++i], 1_000_000);

@@ -89,6 +89,68 @@ async function captureAnswer(server: ServerHandle, key: string, body: string, fi
 }
 
 /**
+ * The memory scenario: a fresh server touching `memorySubjects` meter subjects (its RSS once it
+ * has gone quiet), then a server restarted over its data reading some of them back. In the full
+ * run, and alone with `--scenario memory`.
+ */
+async function memoryScenario(
+  cfg: BenchConfig,
+  results: BenchResults,
+  workDir: string,
+  articles: ReturnType<typeof signArticles>,
+): Promise<void> {
+  let optional: readonly string[] = [];
+  if (results.source) results.source.at_memory_server = sourceState(ROOT);
+  const memServer = await timed("memory: starting a fresh decide server", async () => {
+    const s = await startDecideServer({ label: "memory", databaseUrl: cfg.databaseUrl });
+    return { s, optional: await setupSite(s, workDir) };
+  }).then(({ s, optional: o }) => {
+    optional = o;
+    return s;
+  });
+  const memKeys = await issueKeys(memServer, cfg.memoryKeys, "memory");
+  results.memory = await timed(`memory: touching ${cfg.memorySubjects.toLocaleString("en-US")} subjects`, () =>
+    metered(results, "memory", () =>
+      runMemory({
+        server: memServer,
+        keys: memKeys,
+        articles,
+        optional,
+        subjects: cfg.memorySubjects,
+        timeLimitS: cfg.memoryTimeLimitS,
+        settleLimitS: cfg.memorySettleLimitS,
+        onProgress: (progress) => {
+          results.memory_progress = progress;
+        },
+      }),
+    ),
+  );
+  // SIGTERM: the server writes everything it holds before it exits.
+  const memCode = await memServer.stop();
+  if (memCode !== 0) results.errors.push(`memory server exited with ${memCode} on SIGTERM`);
+  const stored = results.memory.subjects_touched;
+  if (stored === 0) return;
+  const readServer = await timed("read back: restarting over the memory scenario's data", () =>
+    startDecideServer({ label: "read-back", reuse: memServer }),
+  );
+  const count = Math.min(cfg.readBackSubjects, stored);
+  results.read_back = await timed(`read back: ${count.toLocaleString("en-US")} stored subjects`, () =>
+    metered(results, "read_back", () =>
+      runReadBack({
+        server: readServer,
+        keys: memKeys,
+        articles,
+        optional,
+        stored,
+        count,
+        timeLimitS: cfg.memoryTimeLimitS,
+      }),
+    ),
+  );
+  await readServer.stop();
+}
+
+/**
  * Signs the articles and builds every body and request before anything is measured. The body
  * strings stay inside this function: only files, one-buffer request pools and what later steps
  * need leave it, so the sender's heap stays small during the open-loop runs.
@@ -357,52 +419,7 @@ async function bench(cfg: BenchConfig, results: BenchResults, workDir: string): 
     }
   }
 
-  if (results.source) results.source.at_memory_server = sourceState(ROOT);
-  const memServer = await timed("memory: starting a fresh decide server", async () => {
-    const s = await startDecideServer({ label: "memory", databaseUrl: cfg.databaseUrl });
-    await setupSite(s, workDir);
-    return s;
-  });
-  const memKeys = await issueKeys(memServer, cfg.memoryKeys, "memory");
-  results.memory = await timed(`memory: touching ${cfg.memorySubjects.toLocaleString("en-US")} subjects`, () =>
-    metered(results, "memory", () =>
-      runMemory({
-        server: memServer,
-        keys: memKeys,
-        articles,
-        optional,
-        subjects: cfg.memorySubjects,
-        timeLimitS: cfg.memoryTimeLimitS,
-        settleLimitS: cfg.memorySettleLimitS,
-        onProgress: (progress) => {
-          results.memory_progress = progress;
-        },
-      }),
-    ),
-  );
-  // SIGTERM: the server writes everything it holds before it exits.
-  const memCode = await memServer.stop();
-  if (memCode !== 0) results.errors.push(`memory server exited with ${memCode} on SIGTERM`);
-  const stored = results.memory.subjects_touched;
-  if (stored === 0) return;
-  const readServer = await timed("read back: restarting over the memory scenario's data", () =>
-    startDecideServer({ label: "read-back", reuse: memServer }),
-  );
-  const count = Math.min(cfg.readBackSubjects, stored);
-  results.read_back = await timed(`read back: ${count.toLocaleString("en-US")} stored subjects`, () =>
-    metered(results, "read_back", () =>
-      runReadBack({
-        server: readServer,
-        keys: memKeys,
-        articles,
-        optional,
-        stored,
-        count,
-        timeLimitS: cfg.memoryTimeLimitS,
-      }),
-    ),
-  );
-  await readServer.stop();
+  await memoryScenario(cfg, results, workDir, articles);
 
   const scalingKnown = cfg.scalingKnown;
   if (scalingKnown !== null) {
@@ -443,6 +460,10 @@ async function soak(cfg: BenchConfig, results: BenchResults): Promise<void> {
 /** What "the bench broke" means: a scenario got no usable answers at all. Never a performance bar. */
 function sanityErrors(r: BenchResults): string[] {
   const out: string[] = [];
+  if (r.config.scenario === "memory") {
+    if (!r.memory || r.memory.subjects_touched === 0) out.push("memory: no subject touched");
+    return out;
+  }
   if (!r.soak || r.soak.results.length === 0) out.push("soak: no simulated week measured");
   if (r.config.scenario === "soak") return out;
   if (!r.prime || r.prime.status_200 === 0) out.push("prime: no request answered 200");
@@ -537,7 +558,8 @@ async function main(): Promise<number> {
     }
     log(`mode ${cfg.mode}, ${results.store} store, ${results.machine.cores} cores (${results.machine.cpu_model})`);
     if (cfg.scenario === "all") await bench(cfg, results, workDir);
-    await soak(cfg, results);
+    if (cfg.scenario === "memory") await memoryScenario(cfg, results, workDir, signArticles(cfg.articles, Date.now()));
+    else await soak(cfg, results);
     const broken = sanityErrors(results);
     results.errors.push(...broken);
     if (broken.length > 0) code = 1;
