@@ -7,7 +7,8 @@
  * server in turn): the bare `Bun.serve` ceiling (bench/ceiling-server.ts), a minimal hand-written
  * decide on `Bun.serve` (bench/minimal-decide.ts), the same fixed answer as the ceiling over our
  * own transport (bench/bare-h1-server.ts), and svc (`bun --smol src/main.ts`, embedded
- * store) over each SVC_HTTP_SERVER transport asked for. Per server: req/s under wrk (closed loop,
+ * store, or a fresh database on DATABASE_URL's server when it is set) over each SVC_HTTP_SERVER
+ * transport asked for. Per server: req/s under wrk (closed loop,
  * 64 connections, 300 keys rotating, 5 features a request, signed content, a count meter), the
  * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
  * the requests it answered), the share of the ceiling, and p50/p99 at a fixed 5,000 req/s from
@@ -158,6 +159,8 @@ async function startSvc(transport: string, workDir: string, bodies: readonly str
     label: `pinned-${transport}`,
     cpus: SERVER_CPUS,
     env: { SVC_HTTP_SERVER: transport },
+    // DATABASE_URL set: svc on a fresh database of that Postgres server (its process unpinned).
+    databaseUrl: process.env.DATABASE_URL,
   });
   const dir = join(workDir, transport);
   mkdirSync(dir, { recursive: true });
