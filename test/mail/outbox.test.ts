@@ -141,4 +141,33 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
     const got = smtp.received.find((m) => m.to.includes("sealed@example.com"));
     expect(got?.text).toContain("tok-sealed-0123456789");
   });
+  test("a drain never rejects, even when the store fails after a refused mail; no drain starts after stop", async () => {
+    const clock = manualClock();
+    const logger = memoryLogger();
+    // The store refuses every UPDATE after the first (the claim): the retry cannot be recorded.
+    let updates = 0;
+    const failing = new Proxy(database.db, {
+      get(target, prop, receiver) {
+        if (prop === "update" && ++updates > 1) throw new Error("the store went away");
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }) as Db;
+    // Nothing listens on port 9 here: the SMTP connection is refused.
+    const refusing = smtpTransport("smtp://127.0.0.1:9", "news@example.com");
+    const outbox = new Outbox(failing, refusing, logger, clock.now, false, sealer);
+    await outbox.enqueueIn(database.db, mail("gone@example.com"));
+    expect(await outbox.drain()).toBe(0);
+    expect(logger.lines.some((l) => l.includes("outbox retry not recorded"))).toBe(true);
+    // The claim's deadline makes the row due again without the failed write.
+    const [row] = rowsOf<{ status: string }>(
+      await database.db.execute(sql`select status from mail_outbox where recipient = 'gone@example.com'`),
+    );
+    expect(row?.status).toBe("sending");
+    await outbox.stop();
+    const before = updates;
+    outbox.kick();
+    await outbox.drain();
+    expect(updates).toBe(before);
+  });
 });
