@@ -78,7 +78,8 @@ const USAGE = `usage: bun run bench [--quick | --smoke] [--keys N] [--profile] [
   --pin      a run of its own (bench/pinned.ts): servers on CPU 0, generators on CPU 1; the bare
              Bun.serve ceiling, a minimal decide and svc over each transport in alternating
              segments, req/s and server CPU µs per request, p99 at 5,000 req/s fixed
-             (--quick: short segments; --rounds N; --transports h1,bun,node)
+             (--quick: short segments; --rounds N; --transports h1,bun,node; --compare DIR, repeatable:
+             another checkout's svc in the same rounds, e.g. a worktree of an earlier commit)
 
 The cluster scenario (one server process, then two) needs a Postgres server: it runs only with
 DATABASE_URL, and not in smoke runs. Neither does the scaling scenario (CPU per request with 24

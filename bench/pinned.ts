@@ -1,5 +1,7 @@
 /**
- * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node]`.
+ * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node]
+ * [--compare DIR]...` (DIR: another checkout, e.g. a worktree of an earlier commit, whose svc runs
+ * on the first transport in the same rounds, so a before and after share the machine's drift).
  *
  * Every server runs on CPU 0 and every load generator on CPU 1 (`taskset`), so the server's
  * throughput and its CPU per request are its own and not a share of a core it fights the
@@ -39,21 +41,26 @@ interface PinnedConfig {
   warmupS: number;
   fixedS: number;
   transports: string[];
+  /** Other checkouts whose svc runs beside this one's, on the first transport, in the same rounds. */
+  compare: string[];
 }
 
 function parsePinned(argv: readonly string[]): PinnedConfig {
   const args = argv.filter((a) => a !== "--" && a !== "--pin");
   const quick = args.includes("--quick");
   const cfg: PinnedConfig = quick
-    ? { rounds: 3, segmentS: 4, warmupS: 3, fixedS: 6, transports: ["h1", "bun", "node"] }
-    : { rounds: 3, segmentS: 10, warmupS: 5, fixedS: 15, transports: ["h1", "bun", "node"] };
+    ? { rounds: 3, segmentS: 4, warmupS: 3, fixedS: 6, transports: ["h1", "bun", "node"], compare: [] }
+    : { rounds: 3, segmentS: 10, warmupS: 5, fixedS: 15, transports: ["h1", "bun", "node"], compare: [] };
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
     if (a === "--quick") continue;
     if (a === "--rounds") cfg.rounds = Number(args[++i]);
     else if (a === "--transports") cfg.transports = String(args[++i]).split(",");
+    else if (a === "--compare") cfg.compare.push(String(args[++i]));
     else
-      throw new Error(`unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node])`);
+      throw new Error(
+        `unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node] [--compare DIR]...)`,
+      );
   }
   if (!Number.isInteger(cfg.rounds) || cfg.rounds < 1) throw new Error("--rounds needs a positive integer");
   return cfg;
@@ -154,21 +161,25 @@ async function fixedRate(target: Target, bodies: readonly string[], seconds: num
   };
 }
 
-async function startSvc(transport: string, workDir: string, bodies: readonly string[]): Promise<Target> {
+async function startSvc(transport: string, workDir: string, bodies: readonly string[], root?: string): Promise<Target> {
+  const commit = root === undefined ? undefined : commandOutput(["git", "-C", root, "rev-parse", "--short", "HEAD"]);
+  const name = commit === undefined ? transport : `${transport}-${commit}`;
   const server: ServerHandle = await startDecideServer({
-    label: `pinned-${transport}`,
+    label: `pinned-${name}`,
+    root,
     cpus: SERVER_CPUS,
     env: { SVC_HTTP_SERVER: transport },
     // DATABASE_URL set: svc on a fresh database of that Postgres server (its process unpinned).
     databaseUrl: process.env.DATABASE_URL,
   });
-  const dir = join(workDir, transport);
+  const dir = join(workDir, name);
   mkdirSync(dir, { recursive: true });
   await setupSite(server, dir);
   const keys = await issueKeys(server, KEYS, `pinned-${transport}`);
   const files = writeLoadFiles(dir, keys, bodies);
   return {
-    label: `svc (SVC_HTTP_SERVER=${transport})`,
+    label:
+      commit === undefined ? `svc (SVC_HTTP_SERVER=${transport})` : `svc at ${commit} (SVC_HTTP_SERVER=${transport})`,
     pid: server.pid,
     port: server.port,
     keys,
@@ -200,6 +211,8 @@ export async function runPinnedBench(argv: readonly string[]): Promise<number> {
     const optional = optionalFeatures(buildBenchSite());
     const bodies = buildBodies({ count: 20_000, articles, optional, devices: 5_000, users: [], seed: 12 });
     for (const transport of cfg.transports) targets.push(await startSvc(transport, workDir, bodies));
+    // Other commits' svc in the same rounds: a before and after whose drift falls on both alike.
+    for (const root of cfg.compare) targets.push(await startSvc(cfg.transports[0] ?? "h1", workDir, bodies, root));
     const first = targets[0] as Target;
     const answerFile = join(workDir, "decide-answer.json");
     const sample = await fetch(`http://127.0.0.1:${first.port}/v1/decide`, {

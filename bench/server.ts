@@ -20,6 +20,8 @@ export interface ServerHandle {
   readonly dataDir: string;
   readonly store: "embedded" | "postgres";
   readonly env: Record<string, string>;
+  /** The checkout it runs from; its CLI is the one that operates it. */
+  readonly root: string;
   output(): string;
   /** SIGTERM (the server flushes and exits), SIGKILL after `graceMs`; resolves to the exit code. */
   stop(graceMs?: number): Promise<number | null>;
@@ -38,6 +40,8 @@ export interface StartOptions {
   reuse?: ServerHandle;
   /** Run on these CPUs only (`taskset -c`, e.g. "0"), as the pinned bench does. */
   cpus?: string;
+  /** The checkout whose `src/main.ts` runs (another commit's worktree); this one by default. */
+  root?: string;
 }
 
 export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
@@ -80,7 +84,9 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
   if (options.profileDir) argv.push("--cpu-prof", `--cpu-prof-dir=${options.profileDir}`);
   // The same runtime flags as `npm start` (package.json): --smol collects garbage more often.
   argv.push("--smol", "src/main.ts");
-  const child = track(Bun.spawn(argv, { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" }));
+  const child = track(
+    Bun.spawn(argv, { cwd: options.root ?? reuse?.root ?? ROOT, env, stdout: "pipe", stderr: "pipe" }),
+  );
 
   let out = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -116,6 +122,7 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     dataDir,
     store,
     env,
+    root: options.root ?? reuse?.root ?? ROOT,
     output: () => out,
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null) return child.exitCode;
@@ -135,7 +142,7 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
 export async function cli<T>(server: ServerHandle, args: string[]): Promise<T> {
   const child = track(
     Bun.spawn([process.execPath, "src/cli/main.ts", ...args, "--json"], {
-      cwd: ROOT,
+      cwd: server.root,
       env: {
         PATH: server.env.PATH ?? "",
         SVC_URL: server.url,

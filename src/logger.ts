@@ -6,6 +6,11 @@ export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
+  /**
+   * A warning logged at most once per `intervalMs` for its message (an outage under load would
+   * otherwise flood the log); the next line logged counts those left out in `unlogged`.
+   */
+  warnAtMostEvery(intervalMs: number, message: string, fields?: Record<string, unknown>): void;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
@@ -54,10 +59,22 @@ export function createLogger(
   );
   // The message is the merged object's first member, not pino's message argument (which it writes
   // last): lines keep reading `"message":"listening","port":3000`, as scripts match them.
+  // This logger's throttled warnings: when each message was last logged, and how many since not.
+  const throttled = new Map<string, { at: number; unlogged: number }>();
   return {
     debug: (message, fields) => log.debug({ message, ...fields }),
     info: (message, fields) => log.info({ message, ...fields }),
     warn: (message, fields) => log.warn({ message, ...fields }),
     error: (message, fields) => log.error({ message, ...fields }),
+    warnAtMostEvery(intervalMs, message, fields) {
+      const now = Date.now();
+      const last = throttled.get(message);
+      if (last !== undefined && now - last.at < intervalMs) {
+        last.unlogged += 1;
+        return;
+      }
+      log.warn({ message, ...fields, unlogged: last?.unlogged ?? 0 });
+      throttled.set(message, { at: now, unlogged: 0 });
+    },
   };
 }

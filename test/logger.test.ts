@@ -54,4 +54,24 @@ describe("the logger (pino)", () => {
     expect(out).not.toContain("not shown");
     expect(out).not.toContain("{");
   });
+  it("throttles a warning per logger and message, counting the lines it left out", () => {
+    const lines: string[] = [];
+    const logger = createLogger("info", (line) => lines.push(line));
+    const other = createLogger("info", (line) => lines.push(line));
+    const HOUR = 3_600_000;
+    logger.warnAtMostEvery(HOUR, "store unavailable", { reason: "refused" });
+    logger.warnAtMostEvery(HOUR, "store unavailable", { reason: "refused" });
+    logger.warnAtMostEvery(HOUR, "store unavailable", { reason: "refused" });
+    // Another message, and another logger (another app in the same process), have their own.
+    logger.warnAtMostEvery(HOUR, "something else");
+    other.warnAtMostEvery(HOUR, "store unavailable");
+    // Once the interval has passed (0 here), the next line counts the two left out.
+    logger.warnAtMostEvery(0, "store unavailable", { reason: "refused" });
+    expect(lines.map((l) => [JSON.parse(l).message, JSON.parse(l).unlogged])).toEqual([
+      ["store unavailable", 0],
+      ["something else", 0],
+      ["store unavailable", 0],
+      ["store unavailable", 2],
+    ]);
+  });
 });

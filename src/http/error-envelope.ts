@@ -89,26 +89,16 @@ export function appErrorResponse(error: AppError, requestId: string): Response {
   return json(statusOf(error), errorBody(error.code, error.message, requestId, error.details), error.headers);
 }
 
-/** When each logger last warned of the store, and how many warnings it left out since. */
-const storeWarnings = new WeakMap<Logger, { at: number; unlogged: number }>();
-
 /**
  * A store outage: 503 with Retry-After, and a warning (at most one a second per logger, so an
  * outage under load does not flood the log) naming the reason, never the query or the URL.
  */
 function storeUnavailableResponse(logger: Logger, request: HotRequest, error: StoreUnavailable): Response {
-  const now = Date.now();
-  const last = storeWarnings.get(logger);
-  if (last !== undefined && now - last.at < 1000) last.unlogged += 1;
-  else {
-    logger.warn("store unavailable", {
-      reason: error.reason,
-      method: request.method,
-      path: new URL(request.url).pathname,
-      unlogged: last?.unlogged ?? 0,
-    });
-    storeWarnings.set(logger, { at: now, unlogged: 0 });
-  }
+  logger.warnAtMostEvery(1000, "store unavailable", {
+    reason: error.reason,
+    method: request.method,
+    path: new URL(request.url).pathname,
+  });
   return appErrorResponse(error, requestIdFor(request));
 }
 
