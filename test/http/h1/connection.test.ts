@@ -278,7 +278,7 @@ describe("slow clients (the clock the transport reads is the test's)", () => {
 
 describe("request stats", () => {
   it("counts each answer once written, by route and status", async () => {
-    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    const quiet = { debug() {}, info() {}, warn() {}, error() {}, warnAtMostEvery() {} };
     const stats = new RequestStats(quiet, false);
     const counted = startRecordingServer({ requests: stats });
     try {
