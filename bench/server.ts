@@ -42,6 +42,8 @@ export interface StartOptions {
   cpus?: string;
   /** The checkout whose `src/main.ts` runs (another commit's worktree); this one by default. */
   root?: string;
+  /** Run with --smol, as `npm start` does (the default); false: without it. */
+  smol?: boolean;
 }
 
 export async function startDecideServer(options: StartOptions): Promise<ServerHandle> {
@@ -83,7 +85,7 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
   const argv = options.cpus ? ["taskset", "-c", options.cpus, process.execPath] : [process.execPath];
   if (options.profileDir) argv.push("--cpu-prof", `--cpu-prof-dir=${options.profileDir}`);
   // The same runtime flags as `npm start` (package.json): --smol collects garbage more often.
-  argv.push("--smol", "src/main.ts");
+  argv.push(...(options.smol === false ? [] : ["--smol"]), "src/main.ts");
   const child = track(
     Bun.spawn(argv, { cwd: options.root ?? reuse?.root ?? ROOT, env, stdout: "pipe", stderr: "pipe" }),
   );

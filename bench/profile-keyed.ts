@@ -1,0 +1,66 @@
+/**
+ * Where keyed decide's server CPU goes: `npx bun bench/profile-keyed.ts [seconds]`.
+ *
+ * Starts svc under `bun --cpu-prof` on CPU 0 (embedded store, the transport in SVC_HTTP_SERVER,
+ * h1 by default), deploys the bench site, issues 300 keys, warms it with wrk for 5 s on CPU 1,
+ * loads it for `seconds` (12), stops it and prints the self time per function over that window
+ * (bench/profile.ts), as the pinned bench's svc rows are loaded (64 connections, 5 features a
+ * request, signed content, a count meter).
+ */
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cleanupAll } from "./proc";
+import { summariseProfile } from "./profile";
+import { writeLoadFiles } from "./saturation";
+import { startDecideServer } from "./server";
+import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
+import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
+import { runWrk } from "./wrk";
+
+const seconds = Number(process.argv[2] ?? 12);
+const work = mkdtempSync(join(tmpdir(), "svc-profile-"));
+const profileDir = mkdtempSync(join(tmpdir(), "svc-profile-out-"));
+const server = await startDecideServer({
+  label: "profile",
+  cpus: "0",
+  profileDir,
+  env: { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER ?? "h1" },
+});
+try {
+  await setupSite(server, work);
+  const keys = await issueKeys(server, 300, "profile");
+  const bodies = buildBodies({
+    count: 20_000,
+    articles: signArticles(2_000, Date.now()),
+    optional: optionalFeatures(buildBenchSite()),
+    devices: 5_000,
+    users: [],
+    seed: 12,
+  });
+  const files = writeLoadFiles(work, keys, bodies);
+  const load = (durationS: number) =>
+    runWrk({
+      url: server.url,
+      threads: 1,
+      connections: 64,
+      durationS,
+      ...files,
+      site: BENCH_SITE,
+      workDir: work,
+      cpus: "1",
+    });
+  await load(5);
+  const measured = await load(seconds);
+  console.log(`${measured.rps} req/s over ${seconds} s`);
+} finally {
+  await server.stop();
+}
+const file = join(profileDir, readdirSync(profileDir)[0] as string);
+// The window: the last `seconds` (and a second) of the profile, the measured load.
+const summary = summariseProfile(file, 30, -(seconds + 1));
+console.log(`${summary.total_ms} ms sampled in the window; self time per function, highest first:`);
+for (const e of summary.top) {
+  console.log(`${String(e.self_pct).padStart(5)}%  ${e.function} (${e.location})  from ${e.called_from}`);
+}
+await cleanupAll();
