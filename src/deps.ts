@@ -13,7 +13,7 @@ import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota
 import { RateWindows } from "./counters/rate-windows";
 import { createDecisionEngine, type DecisionEngine } from "./decide/engine";
 import { GiftLedger } from "./gifts/ledger";
-import { GiftStore } from "./gifts/store";
+import { DrizzleGiftStore, type GiftStore } from "./gifts/store";
 import { GiftTokens } from "./gifts/token";
 import { type ClientAddresses, clientAddresses } from "./http/client-address";
 import { RouteTable } from "./http/error-envelope";
@@ -53,7 +53,7 @@ import type { RecommendationDeps } from "./recommendations/service";
 import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
 import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
-import { SiteStore } from "./sites/store";
+import { DrizzleSiteStore, type SiteStore } from "./sites/store";
 import { StreamingFactsCache } from "./streaming/facts-cache";
 import { DrizzleStreamingStore, type StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
@@ -179,7 +179,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const tracing = config.traces === undefined ? null : new Tracing(config.traces);
   if (tracing !== null) database.observeStatements(tracing.statements);
   const outside: OutsideCalls = tracing ?? UNTRACED;
-  const siteStore = new SiteStore(database.db, new SealedText(config.secret, "content-key"));
+  const siteStore = new DrizzleSiteStore(database.db, new SealedText(config.secret, "content-key"));
   const registry = new SiteRegistry(siteStore, logger);
   const keyStore = new DrizzleKeyStore(database.db);
   const keyUsage = new KeyUsage(keyStore);
@@ -200,7 +200,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const streamingStore = new DrizzleStreamingStore(database.db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
 
-  const giftStore = new GiftStore(database.db);
+  const giftStore = new DrizzleGiftStore(database.db);
   const gifts = new GiftLedger(new GiftTokens(config.secret), giftStore, meters, config.readDeadlineMs);
 
   const interventions = new InterventionHub(registry, {

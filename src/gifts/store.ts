@@ -17,8 +17,47 @@ export interface AttributionReport {
   readonly articles: (AttributionLine & { readonly contentId: string })[];
 }
 
+/**
+ * Where gift links and the gifters' monthly allowances live: Postgres behind this interface, or
+ * the in-memory twin (one contract suite holds both). Ids and gifter ids are uuids: another
+ * string is refused as Postgres refuses it.
+ */
+export interface GiftStore {
+  /**
+   * Takes one gift of the gifter's month and records the link, at once; null (nothing written)
+   * when the allowance is spent. Answers what is left of the month's allowance. A link id already
+   * stored rejects, and takes nothing of the allowance.
+   */
+  mint(row: Omit<GiftRow, "revokedAt" | "createdAt">, period: string, limit: number): Promise<number | null>;
+  /** Gifts left in the gifter's month (the policy's limit minus those minted, never below 0). */
+  remaining(tenantId: string, siteId: string, gifterId: string, period: string, limit: number): Promise<number>;
+  byId(tenantId: string, siteId: string, id: string): Promise<GiftRow | undefined>;
+  /** A gift of any of the tenant's sites (the change feed names only tenant and gift). */
+  byTenantId(tenantId: string, id: string): Promise<GiftRow | undefined>;
+  /** Marks a gift revoked (the first revocation's time is kept); undefined when there is no such gift. */
+  revoke(tenantId: string, siteId: string, id: string, at: Date): Promise<GiftRow | undefined>;
+  /** Revoked gifts not yet expired at `now`, of every tenant: what every process holds in memory. */
+  revokedSince(now: Date): Promise<{ id: string; expiresAt: Date }[]>;
+  /**
+   * Mints and redemptions (members of the `$gift` seen counter) of a site's gifts, per gifter and
+   * per article: most minted first, then by gifter or article.
+   */
+  attribution(tenantId: string, siteId: string): Promise<AttributionReport>;
+}
+
+/** A report's lines from (key, mints, redemptions) rows, in the report's order. */
+export function attributionOf(
+  gifters: readonly { key: string; mints: number; redemptions: number }[],
+  articles: readonly { key: string; mints: number; redemptions: number }[],
+): AttributionReport {
+  return {
+    gifters: gifters.map((r) => ({ gifter: r.key, mints: Number(r.mints), redemptions: Number(r.redemptions) })),
+    articles: articles.map((r) => ({ contentId: r.key, mints: Number(r.mints), redemptions: Number(r.redemptions) })),
+  };
+}
+
 /** Postgres-backed gift links: minting against the monthly allowance, revocation, attribution. */
-export class GiftStore {
+export class DrizzleGiftStore implements GiftStore {
   constructor(private readonly db: Db) {}
 
   /**
@@ -107,9 +146,6 @@ export class GiftStore {
     type Line = { key: string; mints: number; redemptions: number };
     const gifters = rowsOf<Line>(await this.db.execute(per("gifter_id")));
     const articles = rowsOf<Line>(await this.db.execute(per("content_id")));
-    return {
-      gifters: gifters.map((r) => ({ gifter: r.key, mints: Number(r.mints), redemptions: Number(r.redemptions) })),
-      articles: articles.map((r) => ({ contentId: r.key, mints: Number(r.mints), redemptions: Number(r.redemptions) })),
-    };
+    return attributionOf(gifters, articles);
   }
 }

@@ -1,6 +1,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 
-const PREFIX = "sealed:v1:";
+/** What every sealed text starts with; a value without it was stored before sealing. */
+export const SEALED_PREFIX = "sealed:v1:";
+const PREFIX = SEALED_PREFIX;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 

@@ -3,7 +3,7 @@ import { and, eq, inArray, like, not, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { contentKeys } from "../../db/schema";
 import { AppError } from "../infra/errors";
-import type { SealedText } from "../mail/sealed-text";
+import { SEALED_PREFIX, type SealedText } from "../mail/sealed-text";
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
@@ -55,10 +55,27 @@ export async function withContentKeys(
   siteId: string,
   document: unknown,
 ): Promise<unknown> {
-  const keys = keysOf(document);
-  if (keys === null) return document;
+  if (keysOf(document) === null) return document;
   const stored = await storedSecrets(tx, sealed, tenantId, [siteId]);
-  const known = stored.get(siteId) ?? new Map<string, string>();
+  const taken = takeSecrets(document, stored.get(siteId) ?? new Map<string, string>());
+  if (taken.fresh.length > 0) {
+    await tx
+      .insert(contentKeys)
+      .values(taken.fresh.map((k) => ({ tenantId, siteId, keyId: k.keyId, secret: sealed.seal(k.secret) })));
+  }
+  return taken.document;
+}
+
+/**
+ * What `withContentKeys` decides, apart from the store: given the site's stored secrets by key id,
+ * the document with each key as its id alone and the new keys' secrets to store, or the 422.
+ */
+export function takeSecrets(
+  document: unknown,
+  known: ReadonlyMap<string, string>,
+): { document: unknown; fresh: { keyId: string; secret: string }[] } {
+  const keys = keysOf(document);
+  if (keys === null) return { document, fresh: [] };
   const issues: { path: string; message: string }[] = [];
   const fresh: { keyId: string; secret: string }[] = [];
   keys.forEach((key, i) => {
@@ -77,12 +94,28 @@ export async function withContentKeys(
     }
   });
   if (issues.length > 0) throw new AppError("validation_failed", "The site document is invalid.", issues);
-  if (fresh.length > 0) {
-    await tx
-      .insert(contentKeys)
-      .values(fresh.map((k) => ({ tenantId, siteId, keyId: k.keyId, secret: sealed.seal(k.secret) })));
-  }
-  return { ...(document as object), contentKeys: keys.map((k) => ({ id: k.id })) };
+  return { document: { ...(document as object), contentKeys: keys.map((k) => ({ id: k.id })) }, fresh };
+}
+
+/** The keys' ids and fingerprints in one string: it changes when a key is added or rotated. */
+export function contentKeyStamp(secrets: ReadonlyMap<string, string>): string {
+  return [...secrets]
+    .map(([id, secret]) => `${id}=${fingerprintOf(secret)}`)
+    .sort()
+    .join(",");
+}
+
+/** A stored key as the operator sees it. */
+export function contentKeyInfo(
+  row: { keyId: string; createdAt: Date; rotatedAt: Date | null },
+  secret: string,
+): ContentKeyInfo {
+  return {
+    id: row.keyId,
+    fingerprint: fingerprintOf(secret),
+    createdAt: row.createdAt.toISOString(),
+    rotatedAt: row.rotatedAt?.toISOString() ?? null,
+  };
 }
 
 /**
@@ -163,12 +196,7 @@ export async function listContentKeys(
     .from(contentKeys)
     .where(and(eq(contentKeys.tenantId, tenantId), eq(contentKeys.siteId, siteId)))
     .orderBy(contentKeys.createdAt, contentKeys.keyId);
-  return rows.map((r) => ({
-    id: r.keyId,
-    fingerprint: fingerprintOf(sealed.open(r.secret)),
-    createdAt: r.createdAt.toISOString(),
-    rotatedAt: r.rotatedAt?.toISOString() ?? null,
-  }));
+  return rows.map((r) => contentKeyInfo(r, sealed.open(r.secret)));
 }
 
 /** Replaces one key's secret; null when the site has no key of that id. */
@@ -185,13 +213,7 @@ export async function rotateStoredKey(
     .set({ secret: sealed.seal(secret), rotatedAt: sql`now()` })
     .where(and(eq(contentKeys.tenantId, tenantId), eq(contentKeys.siteId, siteId), eq(contentKeys.keyId, keyId)))
     .returning();
-  if (row === undefined) return null;
-  return {
-    id: row.keyId,
-    fingerprint: fingerprintOf(secret),
-    createdAt: row.createdAt.toISOString(),
-    rotatedAt: row.rotatedAt?.toISOString() ?? null,
-  };
+  return row === undefined ? null : contentKeyInfo(row, secret);
 }
 
 /**
@@ -202,7 +224,7 @@ export async function sealClearKeys(db: Db, sealed: SealedText): Promise<number>
   const clear = await db
     .select()
     .from(contentKeys)
-    .where(not(like(contentKeys.secret, "sealed:v1:%")));
+    .where(not(like(contentKeys.secret, `${SEALED_PREFIX}%`)));
   for (const r of clear) {
     await db
       .update(contentKeys)

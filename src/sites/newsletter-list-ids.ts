@@ -5,7 +5,7 @@ import { AppError } from "../infra/errors";
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
-interface ListEntry {
+export interface ListEntry {
   id?: string;
   slug: string;
 }
@@ -23,8 +23,8 @@ function newListId(): string {
  * A deploy that drops a list keeps its row, so the standings come back with the list.
  */
 export async function withNewsletterIds(tx: Tx, tenantId: string, siteId: string, document: unknown): Promise<unknown> {
-  const lists = (document as { newsletters?: ListEntry[] } | null)?.newsletters;
-  if (!Array.isArray(lists) || lists.length === 0) return document;
+  const lists = listsOf(document);
+  if (lists === null) return document;
   const known = new Map(
     (
       await tx
@@ -33,10 +33,7 @@ export async function withNewsletterIds(tx: Tx, tenantId: string, siteId: string
         .where(and(eq(newsletterLists.tenantId, tenantId), eq(newsletterLists.siteId, siteId)))
     ).map((r) => [r.slug, r.id]),
   );
-  const issues: { path: string; message: string }[] = [];
-  const given = lists
-    .filter((l) => l.id !== undefined && !known.has(l.slug))
-    .map((l) => (l.id as string).toLowerCase());
+  const given = givenListIds(lists, known);
   const taken =
     given.length === 0
       ? new Set<string>()
@@ -45,6 +42,35 @@ export async function withNewsletterIds(tx: Tx, tenantId: string, siteId: string
             await tx.select({ id: newsletterLists.id }).from(newsletterLists).where(inArray(newsletterLists.id, given))
           ).map((r) => r.id),
         );
+  const assigned = assignListIds(document, lists, known, taken);
+  if (assigned.fresh.length > 0) {
+    await tx.insert(newsletterLists).values(assigned.fresh.map((f) => ({ tenantId, siteId, slug: f.slug, id: f.id })));
+  }
+  return assigned.document;
+}
+
+/** The document's newsletter lists, or null when it names none. */
+export function listsOf(document: unknown): ListEntry[] | null {
+  const lists = (document as { newsletters?: ListEntry[] } | null)?.newsletters;
+  return Array.isArray(lists) && lists.length > 0 ? lists : null;
+}
+
+/** The ids the document gives new slugs (lower case): those must not be in use anywhere. */
+export function givenListIds(lists: readonly ListEntry[], known: ReadonlyMap<string, string>): string[] {
+  return lists.filter((l) => l.id !== undefined && !known.has(l.slug)).map((l) => (l.id as string).toLowerCase());
+}
+
+/**
+ * What `withNewsletterIds` decides, apart from the store: given the site's lists by slug and which
+ * of the given ids are taken, the document with every list's id and the new lists to store, or the 422.
+ */
+export function assignListIds(
+  document: unknown,
+  lists: readonly ListEntry[],
+  known: ReadonlyMap<string, string>,
+  taken: ReadonlySet<string>,
+): { document: unknown; fresh: { slug: string; id: string }[] } {
+  const issues: { path: string; message: string }[] = [];
   const filled: ListEntry[] = [];
   const fresh: { slug: string; id: string }[] = [];
   lists.forEach((list, i) => {
@@ -65,8 +91,5 @@ export async function withNewsletterIds(tx: Tx, tenantId: string, siteId: string
     filled.push({ ...list, id });
   });
   if (issues.length > 0) throw new AppError("validation_failed", "The site document is invalid.", issues);
-  if (fresh.length > 0) {
-    await tx.insert(newsletterLists).values(fresh.map((f) => ({ tenantId, siteId, slug: f.slug, id: f.id })));
-  }
-  return { ...(document as object), newsletters: filled };
+  return { document: { ...(document as object), newsletters: filled }, fresh };
 }

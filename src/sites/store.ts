@@ -4,7 +4,7 @@ import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
 import type { SealedText } from "../mail/sealed-text";
 import {
   type ContentKeyInfo,
-  fingerprintOf,
+  contentKeyStamp,
   listContentKeys,
   rotateStoredKey,
   sealClearKeys,
@@ -56,7 +56,7 @@ export interface StoredDocument {
 }
 
 /** Most versions a history lists (the newest). */
-const DOCUMENT_HISTORY_LIMIT = 200;
+export const DOCUMENT_HISTORY_LIMIT = 200;
 
 export interface SiteWithDocuments extends SiteRow {
   /** The stored documents: each content key as its id only (secrets live in `contentSecrets`). */
@@ -69,10 +69,91 @@ export interface SiteWithDocuments extends SiteRow {
 }
 
 /**
+ * Where tenants, host names, sites, versioned site documents and the sites' content keys live:
+ * Postgres behind this interface, or the in-memory twin (one contract suite holds both).
+ */
+export interface SiteStore {
+  /** The site's content keys: ids, fingerprints and when they were made and last rotated (oldest first). */
+  contentKeys(tenantId: string, siteId: string): Promise<ContentKeyInfo[]>;
+  /** The fingerprint of each of the site's content keys, by id (what a redacted document shows). */
+  contentKeyFingerprints(tenantId: string, siteId: string): Promise<Map<string, string>>;
+  /** Replaces one content key's secret; null when the site has no key of that id. */
+  rotateContentKey(tenantId: string, siteId: string, keyId: string, secret: string): Promise<ContentKeyInfo | null>;
+  /** Seals secrets a migration left in clear; run once at start. Answers how many it sealed. */
+  sealContentKeys(): Promise<number>;
+  /** By id; each tenant's hosts in the order they were added. */
+  listTenants(): Promise<TenantRow[]>;
+  /** Sets (or, with null, clears) the origin the tenant's mailed links are built on; false: no such tenant. */
+  setPublicUrl(tenantId: string, publicUrl: string | null): Promise<boolean>;
+  /** Connects (or, with null, disconnects) the tenant's upstream identity provider; false: no such tenant. */
+  setIdentityProvider(tenantId: string, idp: { issuer: string; jwksUrl: string } | null): Promise<boolean>;
+  /**
+   * Creates a tenant with its host names and public URL; optionally makes it the default tenant
+   * (and no other). A host already taken refuses it before an existing id does; nothing is written
+   * on a refusal. The same host twice in `hosts` rejects (a unique index).
+   */
+  createTenant(
+    id: string,
+    hosts: string[],
+    isDefault: boolean,
+    publicUrl?: string | null,
+  ): Promise<"created" | "exists" | "host_taken">;
+  createSite(tenantId: string, id: string): Promise<"created" | "exists" | "no_tenant">;
+  /** The tenant's sites by id. */
+  listSites(tenantId: string): Promise<SiteRow[]>;
+  /** False when there is no such site. */
+  setDisabled(tenantId: string, id: string, disabled: boolean): Promise<boolean>;
+  /**
+   * Stores a new document version (the site's highest plus one) and makes it the live (or staged
+   * preview) one: the validated document as data (newsletter lists' ids filled in, content keys
+   * as their ids, their secrets kept sealed beside it), and `source`, the text its author wrote
+   * without secrets; `now` stamps it. A refused document (422) stores nothing.
+   */
+  storeDocument(
+    tenantId: string,
+    siteId: string,
+    document: unknown,
+    stage: "live" | "preview",
+    source: string,
+    now: number,
+  ): Promise<number>;
+  /** The site's stored versions, newest first (at most `limit`); empty for an unknown site. */
+  listDocuments(tenantId: string, siteId: string, limit?: number): Promise<DocumentVersion[]>;
+  /** One stored version with its document and its author's text, or null when the site has no such version. */
+  loadDocument(tenantId: string, siteId: string, version: number): Promise<StoredDocument | null>;
+  /**
+   * Makes a stored version the live one (publishing the staged preview, or rolling back); false
+   * when the site has no such version. A staged preview that is the version published is no
+   * longer staged.
+   */
+  setLiveVersion(tenantId: string, siteId: string, version: number): Promise<boolean>;
+  /** Every site with its live and preview documents (one site when ids are given), in no set order. */
+  loadSites(filter?: { tenantId: string; siteId: string }): Promise<SiteWithDocuments[]>;
+}
+
+/** A version as the history lists it, given the site's live and preview versions. */
+export function historyLine(
+  row: { version: number; stage: "live" | "preview"; createdAt: Date },
+  site: { liveVersion: number | null; previewVersion: number | null },
+): DocumentVersion {
+  return {
+    version: row.version,
+    stage: row.stage,
+    createdAt: row.createdAt.toISOString(),
+    live: row.version === site.liveVersion,
+    preview: row.version === site.previewVersion,
+  };
+}
+
+/** A tenant's identity provider: both columns set, else none. */
+export const identityProviderOf = (t: { idpIssuer: string | null; idpJwksUrl: string | null }) =>
+  t.idpIssuer && t.idpJwksUrl ? { issuer: t.idpIssuer, jwksUrl: t.idpJwksUrl } : null;
+
+/**
  * Postgres-backed store of tenants, host names, sites, versioned site documents and the sites'
  * content keys (sealed with `sealed`, outside the documents: src/sites/content-keys.ts).
  */
-export class SiteStore {
+export class DrizzleSiteStore implements SiteStore {
   constructor(
     private readonly db: Db,
     private readonly sealed: SealedText,
@@ -105,7 +186,7 @@ export class SiteStore {
       id: t.id,
       isDefault: t.isDefault,
       hosts: hosts.filter((h) => h.tenantId === t.id).map((h) => h.host),
-      identityProvider: t.idpIssuer && t.idpJwksUrl ? { issuer: t.idpIssuer, jwksUrl: t.idpJwksUrl } : null,
+      identityProvider: identityProviderOf(t),
       publicUrl: t.publicUrl,
     }));
   }
@@ -233,13 +314,7 @@ export class SiteStore {
       .where(and(eq(siteDocuments.tenantId, tenantId), eq(siteDocuments.siteId, siteId)))
       .orderBy(desc(siteDocuments.version))
       .limit(limit);
-    return rows.map((r) => ({
-      version: r.version,
-      stage: r.stage,
-      createdAt: r.createdAt.toISOString(),
-      live: r.version === site.liveVersion,
-      preview: r.version === site.previewVersion,
-    }));
+    return rows.map((r) => historyLine(r, site));
   }
 
   /** One stored version with its document and its author's text, or null when the site has no such version. */
@@ -334,10 +409,7 @@ export class SiteStore {
         live: docOf(r, r.liveVersion),
         preview: docOf(r, r.previewVersion),
         contentSecrets,
-        contentKeyStamp: [...contentSecrets]
-          .map(([id, secret]) => `${id}=${fingerprintOf(secret)}`)
-          .sort()
-          .join(","),
+        contentKeyStamp: contentKeyStamp(contentSecrets),
       };
     });
   }

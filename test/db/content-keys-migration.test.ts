@@ -7,7 +7,7 @@ import { MIGRATIONS_FOLDER, openDatabase, rowsOf } from "../../db/client";
 import { createLogger } from "../../src/logger";
 import { SealedText } from "../../src/mail/sealed-text";
 import { SiteRegistry } from "../../src/sites/registry";
-import { SiteStore } from "../../src/sites/store";
+import { DrizzleSiteStore } from "../../src/sites/store";
 import { basicDocument } from "../fixtures/documents";
 import { emptyServerDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 
@@ -78,7 +78,7 @@ describe.each(storeKinds)("migration 0015 (content keys), %s store", (kind) => {
 
         // At start the registry seals them, then compiles the documents with them.
         const sealed = new SealedText("test-secret-test-secret-test-secret-0123", "content-key");
-        const store = new SiteStore(after.db, sealed);
+        const store = new DrizzleSiteStore(after.db, sealed);
         const registry = new SiteRegistry(
           store,
           createLogger("silent", () => {}),
