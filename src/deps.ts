@@ -4,39 +4,39 @@ import { type Change, ChangeFeed, type ChangeTopic } from "./changes/change-feed
 import type { Config } from "./config";
 import { registerConsoleJobs } from "./console/service";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
-import { type ContentDeps, registerContentJobs } from "./content/service";
-import { type ContentStore, DrizzleContentStore } from "./content/store";
-import { DecisionCounts } from "./counters/decision-counts";
-import { Flusher } from "./counters/flusher";
-import { MeterCounters, type MeterStore } from "./counters/meter-counters";
-import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./counters/quota-leases";
-import { RateWindows } from "./counters/rate-windows";
-import { createDecisionEngine, type DecisionEngine } from "./decide/engine";
-import { GiftLedger } from "./gifts/ledger";
-import { DrizzleGiftStore, type GiftStore } from "./gifts/store";
-import { GiftTokens } from "./gifts/token";
+import { createContentDeps } from "./content/deps";
+import type { ContentDeps } from "./content/service";
+import type { ContentStore } from "./content/store";
+import type { DecisionCounts } from "./counters/decision-counts";
+import { createCounterDeps, keyedRates } from "./counters/deps";
+import type { Flusher } from "./counters/flusher";
+import type { MeterCounters, MeterStore } from "./counters/meter-counters";
+import { type KeyedRate, QuotaLeases } from "./counters/quota-leases";
+import { createDecisionEngine, type DecisionEngine, type DecisionEngineDeps } from "./decide/engine";
+import { createGiftDeps } from "./gifts/deps";
+import type { GiftLedger } from "./gifts/ledger";
+import type { GiftStore } from "./gifts/store";
 import { type ClientAddresses, clientAddresses } from "./http/client-address";
 import { RouteTable } from "./http/error-envelope";
 import { RequestStats } from "./http/request-stats";
-import { AccessTokens } from "./identity/access-token";
 import { type CredentialsPlugin, credentialsPlugin } from "./identity/credentials";
+import { createIdentityDeps } from "./identity/deps";
 import type { IdentityDeps } from "./identity/service";
-import { DrizzleIdentityStore } from "./identity/store";
-import { UpstreamVerifier } from "./identity/upstream";
 import { ImpactSamples } from "./impact/samples";
 import { errorText } from "./infra/error-text";
 import { type OutsideCalls, Tracing, UNTRACED } from "./infra/tracing";
 import { DrizzleInsightStore } from "./insight/drizzle-store";
 import type { InsightDeps } from "./insight/service";
-import { InterventionHub } from "./interventions/hub";
-import { DrizzleStreamSlots } from "./interventions/stream-slots";
+import { createInterventionHub } from "./interventions/deps";
+import type { InterventionHub } from "./interventions/hub";
 import { JobQueue } from "./jobs/queue";
 import { DrizzleJobStore } from "./jobs/store";
 import { KeyService } from "./keys/service";
 import { DrizzleKeyStore, type KeyStore } from "./keys/store";
 import { KeyUsage } from "./keys/usage";
 import { createLogger, type Logger } from "./logger";
-import { logTransport, type MailTransport, noMailTransport, Outbox, smtpTransport } from "./mail/outbox";
+import { createOutbox } from "./mail/deps";
+import type { MailTransport, Outbox } from "./mail/outbox";
 import { SealedText } from "./mail/sealed-text";
 import type { MailBudgetRules } from "./mail-budget/budgets";
 import { MailBudget } from "./mail-budget/mail-budget";
@@ -47,10 +47,7 @@ import { StoreSizes } from "./ops/store-sizes";
 import { DrizzleOrgStore, type OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
 import { PreviewTokens } from "./preview/tokens";
-import { AnswerCache } from "./recommendations/cache";
-import { type BrowserRecommendationRate, browserRecommendationRate } from "./recommendations/routes";
-import type { RecommendationDeps } from "./recommendations/service";
-import { DrizzleUsageStore, type UsageStore } from "./recommendations/store";
+import { createRecommendations, type Recommendations } from "./recommendations/deps";
 import { RetentionSweeper } from "./retention/sweeper";
 import { SiteRegistry } from "./sites/registry";
 import { DrizzleSiteStore, type SiteStore } from "./sites/store";
@@ -64,8 +61,6 @@ const KEYED_DECIDE_LIMIT = 2_000;
 /** Browser decide and forward: 200 requests per 10 seconds per client per site. */
 export const BROWSER_LIMIT = 200;
 export const DECIDE_WINDOW_MS = 10_000;
-/** Keyed recommendations: one answer per key, site and full URL for 15 minutes. */
-const RECOMMENDATION_CACHE_MS = 15 * 60_000;
 
 /** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
 export interface Deps {
@@ -128,14 +123,7 @@ export interface Deps {
   readonly contentStore: ContentStore;
   readonly contentDeps: ContentDeps;
   /** Recommendations (src/recommendations): the engine's deps, the keyed mount's cache, quota counts. */
-  readonly recommendations: {
-    readonly deps: RecommendationDeps;
-    /** The keyed mount's answers as JSON text (a hit serialises nothing). */
-    readonly cache: AnswerCache<string>;
-    readonly usage: UsageStore;
-    /** The browser mount's windows, per client and per site (per process). */
-    readonly browserRate: BrowserRecommendationRate;
-  };
+  readonly recommendations: Recommendations;
   /** Newsletters (src/newsletters): standings, confirmations, their fact cache, vendor sync. */
   readonly newsletters: NewsletterDeps;
   /** The interventions stream's open streams and recent events (src/interventions). */
@@ -163,58 +151,44 @@ export interface DepsOverrides {
   readonly mailBudgets?: MailBudgetRules;
 }
 
-/** The composition root: opens the store, builds stores, caches, counters and the change feed. */
+/** What each topic of the change feed does in this process. */
+type ChangeHandlers = { [T in ChangeTopic]?: (change: Change) => Promise<unknown> | unknown };
+
+/**
+ * The composition root: opens the store, then calls each capability's builder in order, passing
+ * each only what it uses. The change feed's handlers are a table filled as the capabilities that
+ * handle a topic exist (the key service and newsletters publish to the feed they handle).
+ */
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
   const now = overrides.now ?? Date.now;
-  const database =
-    overrides.database ??
-    (await openDatabase({
-      url: config.databaseUrl,
-      dataDir: config.dataDir,
-      hangMs: config.readDeadlineMs,
-      onProgress: (message, fields) => logger.info(message, fields),
-    }));
-  // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.
-  const tracing = config.traces === undefined ? null : new Tracing(config.traces);
-  if (tracing !== null) database.observeStatements(tracing.statements);
+  const { database, tracing } = await openStore(config, overrides.database, logger);
+  const { db, kind } = database;
   const outside: OutsideCalls = tracing ?? UNTRACED;
-  const siteStore = new DrizzleSiteStore(database.db, new SealedText(config.secret, "content-key"));
+  const siteStore = new DrizzleSiteStore(db, new SealedText(config.secret, "content-key"));
   const registry = new SiteRegistry(siteStore, logger);
-  const keyStore = new DrizzleKeyStore(database.db);
+  const keyStore = new DrizzleKeyStore(db);
   const keyUsage = new KeyUsage(keyStore);
-  // The embedded store has one writer (this process holds the data folder), so the counters
-  // may know which keys exist and skip reads for first-seen subjects.
-  const meters = new MeterCounters(overrides.meterStore ?? database.db, {
-    maxEntries: config.meterEntries,
-    exclusiveWriter: database.kind === "embedded",
-    // Other processes (workers, hosts) may serve the same readers on a Postgres server.
-    exact: database.kind === "server",
+  const insight = new DrizzleInsightStore(db);
+  const counters = createCounterDeps({
+    db,
+    kind,
+    config,
     now,
+    logger,
+    meterStore: overrides.meterStore,
+    keyUsage,
+    decisionSink: insight,
   });
-  const insight = new DrizzleInsightStore(database.db);
-  const decisionCounts = new DecisionCounts(insight);
-  const flusher = new Flusher([keyUsage, meters, decisionCounts], config.flushIntervalMs, logger);
-  const users = new DrizzleUserStore(database.db, config.readDeadlineMs);
+  const { meters, flusher } = counters;
+  const users = new DrizzleUserStore(db, config.readDeadlineMs);
   const userFacts = new UserFactsCache(users);
-  const streamingStore = new DrizzleStreamingStore(database.db);
+  const streamingStore = new DrizzleStreamingStore(db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
+  const { giftStore, gifts } = createGiftDeps({ db, config, meters });
+  const interventions = createInterventionHub({ db, kind, config, registry, now });
 
-  const giftStore = new DrizzleGiftStore(database.db);
-  const gifts = new GiftLedger(new GiftTokens(config.secret), giftStore, meters, config.readDeadlineMs);
-
-  const interventions = new InterventionHub(registry, {
-    heartbeatMs: config.sseHeartbeatMs,
-    streamsPerKey: config.sseStreamsPerKey,
-    resumeMs: 5 * 60_000,
-    resumeEvents: 1000,
-    now,
-    // Renewed at every heartbeat: a process gone for three no longer holds its slots.
-    slots: database.kind === "server" ? new DrizzleStreamSlots(database.db, 3 * config.sseHeartbeatMs) : null,
-  });
-  // What each topic of the change feed does in this process. Capabilities built after the feed
-  // (the key service publishes to it) add their handler once they exist.
-  const onChange: { [T in ChangeTopic]?: (change: Change) => Promise<unknown> | unknown } = {
+  const onChange: ChangeHandlers = {
     tenant: () => registry.reloadTenants(),
     site: (change) => registry.reloadSite(change.tenantId, change.subject),
     grants: (change) => userFacts.invalidate(change.tenantId, change.subject),
@@ -222,18 +196,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     gift: (change) => gifts.onGiftChanged(change.tenantId, change.subject, now()),
     streaming: (change) => streamingFacts.invalidate(change.tenantId, change.subject),
   };
-  const apply = async (change: Change) => {
-    const before = interventions.before(change);
-    try {
-      await onChange[change.topic]?.(change);
-    } finally {
-      interventions.onChange(change, before);
-    }
-  };
-  // The embedded store belongs to this one process, whose writers publish (and apply) their own
-  // changes, so it has no timer poll: an idle server runs no query at all.
-  const pollMs = overrides.pollMs ?? (database.kind === "embedded" ? 0 : 1000);
-  const changes = new ChangeFeed(database, apply, logger, pollMs);
+  const changes = changeFeed(database, onChange, interventions, logger, overrides.pollMs);
   // A newly counted reader of a gift link is a change every process's streams hear of.
   gifts.onRedeemed = (site, giftId) => {
     changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
@@ -242,63 +205,32 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
   onChange.key = (change) => keys.onKeyChanged(change.subject);
-  // Without SMTP, mail is printed only for the embedded development store; with a Postgres
-  // server (DATABASE_URL) it is refused, so live sign-in links never reach a production log.
-  const transport =
-    overrides.mailTransport ??
-    (config.smtpUrl
-      ? smtpTransport(config.smtpUrl, config.mailFrom)
-      : config.databaseUrl === undefined
-        ? logTransport()
-        : noMailTransport());
-  const outbox = new Outbox(
-    database.db,
-    transport,
-    logger,
-    now,
-    database.kind === "server",
-    new SealedText(config.secret, "mail-outbox"),
-  );
-  const mailBudget = new MailBudget(
-    database.db,
-    new DrizzleMailBudgetStore(database.db),
-    outbox,
-    logger,
-    now,
-    overrides.mailBudgets,
-  );
-  const orgs = new DrizzleOrgStore(database.db, config.readDeadlineMs);
-  const identityDeps: IdentityDeps = {
-    identity: new DrizzleIdentityStore(database.db, config.readDeadlineMs),
+
+  const outbox = createOutbox({ db, kind, config, logger, now, transport: overrides.mailTransport });
+  const mailBudget = new MailBudget(db, new DrizzleMailBudgetStore(db), outbox, logger, now, overrides.mailBudgets);
+  const orgs = new DrizzleOrgStore(db, config.readDeadlineMs);
+  const identityDeps = createIdentityDeps({
+    db,
+    config,
     users,
-    accessTokens: new AccessTokens(config.secret),
-    upstream: new UpstreamVerifier(config.idpTimeoutMs, now, outside.fetch("idp")),
     outbox,
     mailBudget,
     logger,
     now,
-    identityProvider: (tenantId) => registry.identityProvider(tenantId),
+    outside,
+    registry,
+    changes,
     organizationClaims: (tenantId, userId, active) => orgs.claims(tenantId, userId, active),
-    traitsChanged: (tenantId, userId) => changes.publish({ topic: "traits", tenantId, subject: userId }),
-  };
+  });
   const services = new ServiceConfigs(
-    new DrizzleServiceConfigStore(database.db),
+    new DrizzleServiceConfigStore(db),
     new SealedText(config.secret, "service-config"),
     overrides.serviceEnv ?? process.env,
   );
-  const jobs = new JobQueue(new DrizzleJobStore(database.db), logger, now, database.kind === "server", tracing);
-  const contentStore = new DrizzleContentStore(database.db);
-  const contentDeps: ContentDeps = {
-    services,
-    store: contentStore,
-    jobs,
-    now,
-    cmsTimeoutMs: config.cmsTimeoutMs,
-    outside,
-  };
-  registerContentJobs(contentDeps, config.contentDebounceMs);
+  const jobs = new JobQueue(new DrizzleJobStore(db), logger, now, kind === "server", tracing);
+  const contentDeps = createContentDeps({ db, config, services, jobs, now, outside });
   const newsletters = createNewsletterDeps({
-    db: database.db,
+    db,
     config,
     identity: identityDeps.identity,
     users,
@@ -313,48 +245,37 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     outside,
   });
   onChange.newsletters = (change) => newsletters.facts.invalidate(change.tenantId, change.subject);
-  const usage = new DrizzleUsageStore(database.db);
-  const recommendations = {
-    deps: {
-      services,
-      content: contentStore,
-      usage,
-      logger,
-      now,
-      timeoutMs: config.recommendationTimeoutMs,
-      outside,
-    },
-    cache: new AnswerCache<string>(RECOMMENDATION_CACHE_MS, 10_000, now),
-    usage,
-    browserRate: browserRecommendationRate(config.recommendationsSitePerMinute),
-  };
+  const recommendations = createRecommendations({
+    db,
+    config,
+    services,
+    content: contentDeps.store,
+    logger,
+    now,
+    outside,
+  });
   const previewTokens = new PreviewTokens(config.secret);
   const clients = clientAddresses(config);
-  const leaseStore = new DrizzleLeaseStore(database.db);
-  const windows = (limit: number): KeyedRate =>
-    database.kind === "server"
-      ? new QuotaLeases(limit, DECIDE_WINDOW_MS, leaseStore, logger, config.readDeadlineMs, { now })
-      : new RateWindows(limit, DECIDE_WINDOW_MS);
   const built = {
     newsletters,
     interventions,
     impact: new ImpactSamples({ every: config.impactSampleEvery, logger }),
     jobs,
     retention: new RetentionSweeper({
-      db: database.db,
+      db,
       jobs,
       settings: config.retention,
       now,
       logger,
-      vacuum: database.kind === "embedded",
+      vacuum: kind === "embedded",
       meterRetention: (tenantId, siteId, meter) =>
         registry.site(tenantId, siteId)?.live?.document.meters?.[meter]?.retainDays,
     }),
-    storeSizes: new StoreSizes(database.db, now),
-    audit: new DrizzleAuditStore(database.db),
-    consoleStore: new DrizzleConsoleStore(database.db),
+    storeSizes: new StoreSizes(db, now),
+    audit: new DrizzleAuditStore(db),
+    consoleStore: new DrizzleConsoleStore(db),
     recommendations,
-    contentStore,
+    contentStore: contentDeps.store,
     contentDeps,
     services,
     giftStore,
@@ -376,18 +297,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     registry,
     keyStore,
     keys,
-    meters,
-    flusher,
+    ...counters,
     users,
     userFacts,
     streamingStore,
     streamingFacts,
     previewTokens,
-    decisionCounts,
     insightDeps: { insight, flushCounters: () => flusher.flushAll(), now },
-    decisions: tracedEngine(
-      tracing,
-      createDecisionEngine({
+    ...decideDeps(
+      { db, kind, config, logger, now, tracing },
+      {
         meters,
         userFacts,
         streamingFacts,
@@ -395,20 +314,86 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         config,
         newsletters,
         previewTokens,
-        decisionCounts,
-      }),
+        decisionCounts: counters.decisionCounts,
+      },
     ),
-    // The embedded store has one process: its windows are exact in memory. On a server, several
-    // processes and hosts may serve one key (or client), so each leases its share of the window
-    // from Postgres. Their lease keys never meet: a key id, or a route's name and the client.
-    keyedDecideRate: windows(KEYED_DECIDE_LIMIT),
-    browserDecideRate: windows(BROWSER_LIMIT),
-    forwardRate: windows(BROWSER_LIMIT),
   };
   const deps: Deps = { ...built, credentials: credentialsPlugin(built), routeTable: new RouteTable() };
   registerConsoleJobs(deps);
   registerAnonymousSubscribeJob(newsletters);
   return deps;
+}
+
+/** Opens the store (unless tests pass one) and, when an OTLP endpoint is configured, tracing. */
+async function openStore(
+  config: Config,
+  open: Database | undefined,
+  logger: Logger,
+): Promise<{ database: Database; tracing: Tracing | null }> {
+  const database =
+    open ??
+    (await openDatabase({
+      url: config.databaseUrl,
+      dataDir: config.dataDir,
+      hangMs: config.readDeadlineMs,
+      onProgress: (message, fields) => logger.info(message, fields),
+    }));
+  // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.
+  const tracing = config.traces === undefined ? null : new Tracing(config.traces);
+  if (tracing !== null) database.observeStatements(tracing.statements);
+  return { database, tracing };
+}
+
+/** Decide's engine for every caller other than keyed decide, and the decide routes' windows. */
+function decideDeps(
+  rates: Pick<Database, "db" | "kind"> & {
+    readonly config: Pick<Config, "readDeadlineMs">;
+    readonly logger: Logger;
+    readonly now: () => number;
+    readonly tracing: Tracing | null;
+  },
+  engine: DecisionEngineDeps,
+): Pick<Deps, "decisions" | "keyedDecideRate" | "browserDecideRate" | "forwardRate"> {
+  const decisions = tracedEngine(rates.tracing, createDecisionEngine(engine));
+  // Their lease keys never meet: a key id, or a route's name and the client.
+  const windows = keyedRates({
+    db: rates.db,
+    kind: rates.kind,
+    windowMs: DECIDE_WINDOW_MS,
+    logger: rates.logger,
+    claimDeadlineMs: rates.config.readDeadlineMs,
+    now: rates.now,
+  });
+  return {
+    decisions,
+    keyedDecideRate: windows(KEYED_DECIDE_LIMIT),
+    browserDecideRate: windows(BROWSER_LIMIT),
+    forwardRate: windows(BROWSER_LIMIT),
+  };
+}
+
+/**
+ * The change feed, applying each change through `handlers` (read at each change, so handlers
+ * added later apply too) with the interventions hub told before and after. The embedded store
+ * belongs to this one process, whose writers publish (and apply) their own changes, so it has no
+ * timer poll: an idle server runs no query at all.
+ */
+function changeFeed(
+  database: Database,
+  handlers: ChangeHandlers,
+  interventions: InterventionHub,
+  logger: Logger,
+  pollMs = database.kind === "embedded" ? 0 : 1000,
+): ChangeFeed {
+  const apply = async (change: Change) => {
+    const before = interventions.before(change);
+    try {
+      await handlers[change.topic]?.(change);
+    } finally {
+      interventions.onChange(change, before);
+    }
+  };
+  return new ChangeFeed(database, apply, logger, pollMs);
 }
 
 /** Loads state and starts the timers (change poll, counter flush). */

@@ -1,0 +1,65 @@
+import type { Database, Db } from "../../db/client";
+import type { Config } from "../config";
+import type { Logger } from "../logger";
+import { type DecisionCountSink, DecisionCounts } from "./decision-counts";
+import { type Flushable, Flusher } from "./flusher";
+import { MeterCounters, type MeterStore } from "./meter-counters";
+import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./quota-leases";
+import { RateWindows } from "./rate-windows";
+
+export interface CounterDeps {
+  readonly meters: MeterCounters;
+  /** Decisions counted per feature, outcome, variant and minute, flushed with the meters. */
+  readonly decisionCounts: DecisionCounts;
+  /** Flushes the key usage, the meters and the decision counts, in that order. */
+  readonly flusher: Flusher;
+}
+
+/** Builds the meters, the decision counts and the flusher that writes them (src/deps.ts). */
+export function createCounterDeps(input: {
+  readonly db: Db;
+  readonly kind: Database["kind"];
+  readonly config: Pick<Config, "meterEntries" | "flushIntervalMs">;
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** The meters' store (default: the drizzle one on `db`). */
+  readonly meterStore?: MeterStore;
+  /** Flushed first: the keys' last-used times (src/keys). */
+  readonly keyUsage: Flushable;
+  /** Where the decision counts go (the insight store). */
+  readonly decisionSink: DecisionCountSink;
+}): CounterDeps {
+  // The embedded store has one writer (this process holds the data folder), so the counters
+  // may know which keys exist and skip reads for first-seen subjects.
+  const meters = new MeterCounters(input.meterStore ?? input.db, {
+    maxEntries: input.config.meterEntries,
+    exclusiveWriter: input.kind === "embedded",
+    // Other processes (workers, hosts) may serve the same readers on a Postgres server.
+    exact: input.kind === "server",
+    now: input.now,
+  });
+  const decisionCounts = new DecisionCounts(input.decisionSink);
+  const flusher = new Flusher([input.keyUsage, meters, decisionCounts], input.config.flushIntervalMs, input.logger);
+  return { meters, decisionCounts, flusher };
+}
+
+/**
+ * Windows of `limit` requests per `windowMs` per key. The embedded store has one process: its
+ * windows are exact in memory. On a server, several processes and hosts may serve one key (or
+ * client), so each leases its share of the window from Postgres.
+ */
+export function keyedRates(input: {
+  readonly db: Db;
+  readonly kind: Database["kind"];
+  readonly windowMs: number;
+  readonly logger: Logger;
+  /** A lease claim slower than this counts as failed. */
+  readonly claimDeadlineMs: number;
+  readonly now: () => number;
+}): (limit: number) => KeyedRate {
+  const leaseStore = new DrizzleLeaseStore(input.db);
+  return (limit) =>
+    input.kind === "server"
+      ? new QuotaLeases(limit, input.windowMs, leaseStore, input.logger, input.claimDeadlineMs, { now: input.now })
+      : new RateWindows(limit, input.windowMs);
+}

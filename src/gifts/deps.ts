@@ -1,0 +1,27 @@
+import type { Db } from "../../db/client";
+import type { Config } from "../config";
+import type { MeterCounters } from "../counters/meter-counters";
+import { GiftLedger } from "./ledger";
+import { DrizzleGiftStore, type GiftStore } from "./store";
+import { GiftTokens } from "./token";
+
+export interface GiftDeps {
+  readonly giftStore: GiftStore;
+  readonly gifts: GiftLedger;
+}
+
+/** Builds the gift links' store and ledger (src/deps.ts); the ledger counts redemptions in the meters. */
+export function createGiftDeps(input: {
+  readonly db: Db;
+  readonly config: Pick<Config, "secret" | "readDeadlineMs">;
+  readonly meters: MeterCounters;
+}): GiftDeps {
+  const giftStore = new DrizzleGiftStore(input.db);
+  const gifts = new GiftLedger(
+    new GiftTokens(input.config.secret),
+    giftStore,
+    input.meters,
+    input.config.readDeadlineMs,
+  );
+  return { giftStore, gifts };
+}
