@@ -160,9 +160,11 @@ type ChangeHandlers = { [T in ChangeTopic]?: (change: Change) => Promise<unknown
  * handle a topic exist (the key service and newsletters publish to the feed they handle).
  */
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
-  const logger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
+  const baseLogger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
   const now = overrides.now ?? Date.now;
-  const { database, tracing } = await openStore(config, overrides.database, logger);
+  const { database, tracing } = await openStore(config, overrides.database, baseLogger);
+  // With tracing on, a line logged inside a span carries its trace and span ids.
+  const logger = tracing === null ? baseLogger : tracing.logsOf(baseLogger);
   const { db, kind } = database;
   const outside: OutsideCalls = tracing ?? UNTRACED;
   const siteStore = new DrizzleSiteStore(db, new SealedText(config.secret, "content-key"));

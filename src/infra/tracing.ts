@@ -14,6 +14,7 @@ import type { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { BasicTracerProvider, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { StatementHook } from "../../db/client";
 import type { TracingSettings } from "../config";
+import type { Logger } from "../logger";
 
 /** A request's server span context, kept on the request itself (batched handlers run later). */
 const SPAN_CONTEXT = Symbol("trace context");
@@ -75,6 +76,27 @@ export class Tracing implements OutsideCalls {
   /** The context of the request or job running now (the root outside any). */
   current(): Context {
     return this.active.getStore() ?? ROOT_CONTEXT;
+  }
+
+  /**
+   * `logger` with the ids of the span running now on each line logged inside one (`trace_id`
+   * and `span_id`, as OpenTelemetry's log data model names them), so a request's or a job's lines
+   * are found from its trace; outside a span its lines are as they were.
+   */
+  logsOf(logger: Logger): Logger {
+    const withIds = (fields?: Record<string, unknown>): Record<string, unknown> | undefined => {
+      const span = trace.getSpan(this.current());
+      if (span === undefined) return fields;
+      const { traceId, spanId } = span.spanContext();
+      return { ...fields, trace_id: traceId, span_id: spanId };
+    };
+    return {
+      debug: (message, fields) => logger.debug(message, withIds(fields)),
+      info: (message, fields) => logger.info(message, withIds(fields)),
+      warn: (message, fields) => logger.warn(message, withIds(fields)),
+      error: (message, fields) => logger.error(message, withIds(fields)),
+      warnAtMostEvery: (intervalMs, message, fields) => logger.warnAtMostEvery(intervalMs, message, withIds(fields)),
+    };
   }
 
   /**

@@ -144,6 +144,30 @@ describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
       expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
     });
 
+    it("puts the span's trace and span ids on a line the app logs inside it", async () => {
+      const tracing = h.deps.tracing;
+      expect(tracing).not.toBeNull();
+      const traceId = hex(16);
+      const request = new Request("http://127.0.0.1/logged", {
+        headers: { traceparent: `00-${traceId}-${hex(8)}-01` },
+      });
+      h.deps.logger.info("outside any span");
+      await tracing?.serve(
+        request,
+        () => "/logged",
+        () => {
+          h.deps.logger.warn("inside the request", { n: 1 });
+          return new Response("ok");
+        },
+      );
+      const lines = h.logger.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+      const inside = lines.find((l) => l.message === "inside the request");
+      const server = (await spansOf(traceId)).find((s) => s.kind === SERVER);
+      expect(inside).toMatchObject({ n: 1, trace_id: traceId, span_id: server?.spanId });
+      const outside = lines.find((l) => l.message === "outside any span");
+      expect(outside?.trace_id).toBeUndefined();
+    });
+
     it("starts a new trace for a request without a (valid) traceparent", async () => {
       const res = await fetch(`${base}/health`, { headers: { traceparent: "00-zz-not-a-trace-01" } });
       expect(res.status).toBe(200);
