@@ -21,7 +21,11 @@ describe("bench options: the soak scenario", () => {
   });
 
   it("refuses an unknown scenario and a bad number of weeks", () => {
-    expect(() => parseArgs(["--scenario", "memory"], {})).toThrow("--scenario is soak or all");
+    expect(() => parseArgs(["--scenario", "nonsense"], {})).toThrow("--scenario is soak, memory or all");
+    expect(parseArgs(["--scenario", "memory", "--quick"], {})).toMatchObject({
+      scenario: "memory",
+      memorySubjects: 100_000,
+    });
     expect(() => parseArgs(["--weeks", "0"], {})).toThrow("--weeks needs an integer");
   });
 });
