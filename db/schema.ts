@@ -378,6 +378,8 @@ export const rateLeases = pgTable(
     windowStart: bigint({ mode: "number" }).notNull(),
     used: integer().notNull(),
     lastGrant: integer().notNull(),
+    /** The window's length: a store prunes only its own length's rows (10 s decide, 60 s checkout). */
+    windowMs: integer().notNull().default(10_000),
   },
   (t) => [primaryKey({ columns: [t.keyId, t.windowStart] })],
 );

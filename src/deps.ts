@@ -1,6 +1,7 @@
 import { type Database, openDatabase } from "../db/client";
 import { type AuditStore, DrizzleAuditStore } from "./audit/store";
 import { type Change, ChangeFeed, type ChangeTopic } from "./changes/change-feed";
+import { CHECKOUT_LIMIT, CHECKOUT_WINDOW_MS } from "./checkout/model";
 import type { Config } from "./config";
 import { registerConsoleJobs } from "./console/service";
 import { type ConsoleStore, DrizzleConsoleStore } from "./console/store";
@@ -93,6 +94,8 @@ export interface Deps {
   /** Browser decide's and forward's windows per client and site: likewise. */
   readonly browserDecideRate: KeyedRate;
   readonly forwardRate: KeyedRate;
+  /** Checkouts per client and site a minute (20): leased across processes on a Postgres server. */
+  readonly checkoutRate: KeyedRate;
   readonly outbox: Outbox;
   /** Every mail sent on a caller's behalf is taken from it, in the transaction that writes it. */
   readonly mailBudget: MailBudget;
@@ -355,7 +358,7 @@ function decideDeps(
     readonly tracing: Tracing | null;
   },
   engine: DecisionEngineDeps,
-): Pick<Deps, "decisions" | "keyedDecideRate" | "browserDecideRate" | "forwardRate"> {
+): Pick<Deps, "decisions" | "keyedDecideRate" | "browserDecideRate" | "forwardRate" | "checkoutRate"> {
   const decisions = tracedEngine(rates.tracing, createDecisionEngine(engine));
   // Their lease keys never meet: a key id, or a route's name and the client.
   const windows = keyedRates({
@@ -366,11 +369,21 @@ function decideDeps(
     claimDeadlineMs: rates.config.readDeadlineMs,
     now: rates.now,
   });
+  // Checkout's window is a minute long: leases of its own length (a prune drops only its rows).
+  const minutes = keyedRates({
+    db: rates.db,
+    kind: rates.kind,
+    windowMs: CHECKOUT_WINDOW_MS,
+    logger: rates.logger,
+    claimDeadlineMs: rates.config.readDeadlineMs,
+    now: rates.now,
+  });
   return {
     decisions,
     keyedDecideRate: windows(KEYED_DECIDE_LIMIT),
     browserDecideRate: windows(BROWSER_LIMIT),
     forwardRate: windows(BROWSER_LIMIT),
+    checkoutRate: minutes(CHECKOUT_LIMIT),
   };
 }
 
@@ -417,7 +430,7 @@ export async function stopDeps(deps: Deps, options: { closeDatabase?: boolean } 
   deps.lifecycle.started = false;
   deps.interventions.closeAll();
   deps.flusher.stop();
-  for (const rate of [deps.keyedDecideRate, deps.browserDecideRate, deps.forwardRate]) {
+  for (const rate of [deps.keyedDecideRate, deps.browserDecideRate, deps.forwardRate, deps.checkoutRate]) {
     if (rate instanceof QuotaLeases) await rate.stop();
   }
   deps.retention.stop();

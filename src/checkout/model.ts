@@ -4,6 +4,10 @@ import { NAME_PATTERN } from "../core/document-schema";
 import { validationError } from "../http/error-envelope";
 import { AppError } from "../infra/errors";
 
+/** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
+export const CHECKOUT_LIMIT = 20;
+export const CHECKOUT_WINDOW_MS = 60_000;
+
 /** A path on the page's own origin: one leading slash, no scheme or host, no backslash or space. */
 const PagePath = t.String({ minLength: 1, maxLength: 1024, pattern: "^/(?![/\\\\])[^\\s\\\\]*$" });
 

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Db } from "../../db/client";
 import type { Config } from "../config";
-import { RateWindows } from "../counters/rate-windows";
+import type { KeyedRate } from "../counters/quota-leases";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
@@ -18,15 +18,16 @@ export type CheckoutRouteDeps = Parameters<typeof credentials>[0] &
   Omit<CheckoutDeps, "checkoutStore" | "config"> & {
     readonly database: { readonly db: Db };
     readonly config: Pick<Config, "paymentTimeoutMs" | "maxBodyBytes">;
+    /**
+     * Checkouts per client and site a minute (`CHECKOUT_LIMIT`): in memory on the embedded store,
+     * leased across processes on a Postgres server (src/deps.ts).
+     */
+    readonly checkoutRate: KeyedRate;
     /** Who is calling, for the per-client window (behind the trusted proxies or not). */
     readonly clients: ClientAddresses;
     /** The checkout store; the drizzle one over `database` when not given (tests give the twin). */
     readonly checkoutStore?: CheckoutStore;
   };
-
-/** Checkouts one browser may start per site in a minute: each one creates a session at the provider. */
-const CHECKOUT_LIMIT = 20;
-const CHECKOUT_WINDOW_MS = 60_000;
 
 /** The capability's dependencies, from the app's. */
 export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
@@ -41,7 +42,7 @@ export function checkoutDepsOf(deps: CheckoutRouteDeps): CheckoutDeps {
  */
 export function checkoutRoutes(deps: CheckoutRouteDeps & JsonApiDeps) {
   const checkout = checkoutDepsOf(deps);
-  const rate = new RateWindows(CHECKOUT_LIMIT, CHECKOUT_WINDOW_MS);
+  const rate = deps.checkoutRate;
   const routes = new Elysia({ prefix: "/svc/v1" })
     .use(jsonApi(deps))
     .use(credentials(deps))

@@ -57,7 +57,7 @@ export function keyedRates(input: {
   readonly claimDeadlineMs: number;
   readonly now: () => number;
 }): (limit: number) => KeyedRate {
-  const leaseStore = new DrizzleLeaseStore(input.db);
+  const leaseStore = new DrizzleLeaseStore(input.db, input.windowMs);
   return (limit) =>
     input.kind === "server"
       ? new QuotaLeases(limit, input.windowMs, leaseStore, input.logger, input.claimDeadlineMs, { now: input.now })

@@ -42,7 +42,15 @@ const usedByKey = (rows: { key_id: string; used: number | string }[]) =>
   new Map(rows.map((r) => [r.key_id, Number(r.used)]));
 
 export class DrizzleLeaseStore implements LeaseStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /**
+     * The length of the windows this store's leases count. Rows of every length share the table
+     * (their keys differ); `prune` drops only this length's, so a 10-s window's prune never ends
+     * a 60-s window early.
+     */
+    private readonly windowMs = 10_000,
+  ) {}
 
   async claim(key: string, window: number, want: number, limit: number): Promise<Claim> {
     // ON CONFLICT's SET reads the row under its lock, as committed by any concurrent claim, so
@@ -50,8 +58,8 @@ export class DrizzleLeaseStore implements LeaseStore {
     const first = Math.min(want, limit);
     const rows = rowsOf<{ granted: number | string; used: number | string }>(
       await this.db.execute(sql`
-        insert into rate_leases as r (key_id, window_start, used, last_grant)
-        values (${key}, ${window}, ${first}, ${first})
+        insert into rate_leases as r (key_id, window_start, used, last_grant, window_ms)
+        values (${key}, ${window}, ${first}, ${first}, ${this.windowMs})
         on conflict (key_id, window_start) do update
           set last_grant = least(${limit}::int - r.used, ${want}::int),
               used = r.used + least(${limit}::int - r.used, ${want}::int)
@@ -88,7 +96,7 @@ export class DrizzleLeaseStore implements LeaseStore {
   }
 
   async prune(window: number): Promise<void> {
-    await this.db.execute(sql`delete from rate_leases where window_start < ${window}`);
+    await this.db.execute(sql`delete from rate_leases where window_ms = ${this.windowMs} and window_start < ${window}`);
   }
 }
 

@@ -14,9 +14,9 @@ export class MemoryServiceConfigStore implements ServiceConfigStore {
   }
 
   async put(tenantId: string, service: ServiceName, sealed: string): Promise<void> {
-    let held = this.rows.get(tenantId);
-    if (held === undefined) this.rows.set(tenantId, (held = new Map()));
+    const held = this.rows.get(tenantId) ?? new Map<ServiceName, string>();
     held.set(service, sealed);
+    this.rows.set(tenantId, held);
   }
 
   async delete(tenantId: string, service: ServiceName): Promise<boolean> {

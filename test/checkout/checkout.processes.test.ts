@@ -88,4 +88,26 @@ describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kin
     expect((await deliver(refund)).status).toBe(200);
     await within(1000, async () => (await verdictOn(b, userId)) === "deny");
   });
+  it.if(kind === "server")(
+    "admits exactly 20 of one browser's checkouts a minute, however they are spread over both",
+    async () => {
+      // A fresh minute on both clocks (B's follows A's).
+      const next = (Math.floor(a.clock.now() / 60_000) + 1) * 60_000 + 500;
+      a.clock.set(next);
+      b.clock.set(next);
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          (i % 2 === 0 ? a : b).request("POST", "/svc/v1/checkout", {
+            headers: { "x-svc-site-id": "news", origin: ORIGIN },
+            body: { offer: "offer_pass", returnPath: "/thanks", cancelPath: "/", email: `spread-${i}@example.com` },
+          }),
+        ),
+      );
+      const count = (status: number) => statuses.filter((r) => r.status === status).length;
+      expect(count(200)).toBe(20);
+      expect(count(429)).toBe(10);
+      expect(Number(statuses.find((r) => r.status === 429)?.headers.get("retry-after"))).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 });

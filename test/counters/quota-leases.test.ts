@@ -139,6 +139,20 @@ describe.each(storeKinds)("the lease table (%s store)", (kind) => {
     expect(await store.claim("key-x", 42, 5, LIMIT)).toEqual({ granted: 5, used: 5 });
     expect(await store.claim("key-x", 43, 5, LIMIT)).toEqual({ granted: 5, used: 10 });
   });
+
+  it("prunes only its own windows' length: a minute's lease outlives the 10-s windows' prunes", async () => {
+    const tenSeconds = new DrizzleLeaseStore(db.db, 10_000);
+    const minute = new DrizzleLeaseStore(db.db, 60_000);
+    // Window indices of a minute are smaller than those of 10 s at the same time.
+    await minute.claim("checkout-x", 1_000, 15, 20);
+    await tenSeconds.claim("decide-x", 6_000, 5, LIMIT);
+    await tenSeconds.prune(6_001);
+    expect(await minute.usage(1_000, ["checkout-x"])).toEqual(new Map([["checkout-x", 15]]));
+    expect(await tenSeconds.usage(6_000, ["decide-x"])).toEqual(new Map());
+    expect(await minute.claim("checkout-x", 1_000, 15, 20)).toEqual({ granted: 5, used: 20 });
+    await minute.prune(1_001);
+    expect(await minute.usage(1_000, ["checkout-x"])).toEqual(new Map());
+  });
 });
 
 describe("a hung lease store", () => {

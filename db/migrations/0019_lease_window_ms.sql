@@ -1,0 +1,1 @@
+ALTER TABLE "rate_leases" ADD COLUMN "window_ms" integer DEFAULT 10000 NOT NULL;
