@@ -16,7 +16,7 @@ describe("the console on a started server (README path)", () => {
     dataDir = join(tempDir(), "data");
     server = await startServerProcess({ SVC_DATA_DIR: dataDir }, { startTimeoutMs: 90_000 });
     // The demo is seeded after "listening": the CLI below needs its tenant (under load, a race).
-    for (let i = 0; i < 1_200 && !server.output().includes("Demo data created"); i++) await Bun.sleep(50);
+    await server.waitForOutput(/Demo data created/, 60_000);
     expect(server.output()).toContain("Demo data created");
   }, 120_000);
   afterAll(async () => {
@@ -57,11 +57,9 @@ describe("the console on a started server (README path)", () => {
     expect(signIn.status).toBe(200);
     const sent = await send("POST", "/console/sign-in", { _csrf: csrfOf(signIn.text), email: "you@example.com" });
     expect(sent.text).toContain("If that address is a console user");
-    let link: string | undefined;
-    for (let i = 0; i < 100 && link === undefined; i++) {
-      link = server.output().match(/http:\/\/localhost:\d+\/console\/auth\?token=[A-Za-z0-9_-]+/)?.[0];
-      if (link === undefined) await Bun.sleep(50);
-    }
+    const link = (
+      await server.waitForOutput(/http:\/\/localhost:\d+\/console\/auth\?token=[A-Za-z0-9_-]+/, 5_000)
+    )?.[0];
     expect(link).toBeDefined();
     const url = new URL(link as string);
     const confirm = await send("GET", `${url.pathname}${url.search}`);

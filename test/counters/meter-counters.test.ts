@@ -4,6 +4,7 @@ import postgres from "postgres";
 import { openDatabase, rowsOf } from "../../db/client";
 import { countOf, holds, loadStatements, MeterCounters, meterKey } from "../../src/counters/meter-counters";
 import { freshDatabase, storeKinds } from "../helpers/databases";
+import { until } from "../helpers/wait";
 
 /**
  * A reader with 5 calls (and `seen` articles) stored by one process, and a second process over
@@ -573,8 +574,19 @@ describe.each(storeKinds.filter((k) => k === "server"))(
         const flush = counters.flush().then(() => {
           flushed = true;
         });
-        await Bun.sleep(300);
-        // The insert waits on the uncommitted row with the same key: nothing written yet.
+        // The insert waits on the uncommitted row with the same key: Postgres shows a backend
+        // waiting on a lock, and nothing is written yet.
+        const watch = postgres(db.url as string, { max: 1, onnotice: () => {} });
+        try {
+          const waiting = async () =>
+            (
+              await watch`select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`
+            )[0]?.n > 0;
+          expect(await until(waiting, 10_000, 20)).toBe(true);
+        } finally {
+          await watch.end({ timeout: 5 });
+        }
         expect(flushed).toBe(false);
         commit();
         await theirs;

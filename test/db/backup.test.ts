@@ -23,12 +23,8 @@ async function paywall(server: ServerProcess, key: string, article: string, devi
 
 /** Waits until the output matches, or fails with the output. */
 async function waitFor(server: ServerProcess, pattern: RegExp): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const match = server.output().match(pattern);
-    if (match) return match;
-    await Bun.sleep(50);
-  }
+  const match = await server.waitForOutput(pattern, 30_000);
+  if (match) return match;
   throw new Error(`no ${pattern} in:\n${server.output()}`);
 }
 

@@ -71,6 +71,18 @@ describe("PGliteThread", () => {
   });
 
   test("statements from outside wait for an open transaction instead of joining it", async () => {
+    let inserted: () => void = () => {};
+    const open = new Promise<void>((r) => {
+      inserted = r;
+    });
+    let sent: () => void = () => {};
+    const outsideSent = new Promise<void>((r) => {
+      sent = r;
+    });
+    let probed: () => void = () => {};
+    const probeAnswered = new Promise<void>((r) => {
+      probed = r;
+    });
     let release: () => void = () => {};
     const held = new Promise<void>((r) => {
       release = r;
@@ -78,15 +90,23 @@ describe("PGliteThread", () => {
     const order: string[] = [];
     const tx = db.transaction(async (t) => {
       await t.query("insert into t (id, label) values (20, 'in tx')");
+      inserted();
+      await outsideSent;
+      // A statement of the transaction's own, sent after the outside one: had that one joined
+      // the transaction (or run past it), it would have been answered before this one.
+      await t.query("select 1");
+      probed();
       await held;
       order.push("tx done");
       throw new Error("roll it back");
     });
+    await open;
     const outside = db.query("select count(*)::int as n from t where id = 20").then((r) => {
       order.push("outside ran");
       return r.rows;
     });
-    await Bun.sleep(50);
+    sent();
+    await probeAnswered;
     expect(order).toEqual([]);
     release();
     await tx.catch(() => {});

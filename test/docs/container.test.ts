@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../helpers/process";
+import { until } from "../helpers/wait";
 
 const root = join(import.meta.dir, "..", "..");
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
@@ -54,11 +55,12 @@ describe("the container recipe, outside a container", () => {
     };
     void pump(server.stdout as ReadableStream<Uint8Array>);
     void pump(server.stderr as ReadableStream<Uint8Array>);
-    for (let i = 0; i < 1200 && port === 0; i++) {
+    const listening = () => {
       port = Number(output.match(/"message":"listening","port":(\d+)/)?.[1] ?? 0);
       if (server.exitCode !== null) throw new Error(`the image's CMD exited:\n${output}`);
-      await Bun.sleep(50);
-    }
+      return port > 0;
+    };
+    await until(listening, 60_000, 50);
     expect(port).toBeGreaterThan(0);
   }, 90_000);
 

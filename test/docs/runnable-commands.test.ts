@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { type ServerProcess, startServerProcess, tempDir } from "../helpers/process";
+import { until } from "../helpers/wait";
 
 const root = join(import.meta.dir, "..", "..");
 
@@ -96,11 +97,8 @@ describe("the runnable commands of the README and docs/", () => {
       let script = block.text.replaceAll(DOCS_ORIGIN, server.url);
       if (script.includes(PASTED_TOKEN)) {
         // The reader copies the token from the mail the server printed; so does the test.
-        let token = printedToken(server.output());
-        for (let i = 0; token === undefined && i < 100; i++) {
-          await Bun.sleep(50);
-          token = printedToken(server.output());
-        }
+        await until(() => printedToken(server.output()) !== undefined, 5_000, 50);
+        const token = printedToken(server.output());
         expect(token).toBeDefined();
         script = script.replaceAll(PASTED_TOKEN, token as string);
       }

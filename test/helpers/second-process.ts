@@ -25,12 +25,4 @@ export async function startSecondProcess(
   return { harness, close };
 }
 
-/** Polls until `check` holds; how long it took, or an error past `ms`. */
-export async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now();
-  while (performance.now() - start < ms) {
-    if (await check()) return performance.now() - start;
-    await Bun.sleep(10);
-  }
-  throw new Error(`not within ${ms} ms`);
-}
+export { within } from "./wait";

@@ -7,6 +7,7 @@ import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from 
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { startSmtpServer } from "../helpers/smtp";
+import { until } from "../helpers/wait";
 
 /**
  * The publisher's way (issue 35, item 5), with real processes: Debian's nginx terminates TLS for
@@ -104,11 +105,8 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
   };
   const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
   const mailTo = async (address: string) => {
-    for (let attempt = 0; attempt < 250; attempt++) {
-      const mail = smtp.received.filter((m) => m.to.includes(address)).at(-1);
-      if (mail !== undefined) return mail.text;
-      await Bun.sleep(20);
-    }
+    const last = () => smtp.received.filter((m) => m.to.includes(address)).at(-1);
+    if (await until(() => last() !== undefined, 5_000, 20)) return (last() as (typeof smtp.received)[number]).text;
     throw new Error(`no mail to ${address}`);
   };
 

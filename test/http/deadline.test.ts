@@ -202,7 +202,8 @@ describe("reads on the request path have a deadline (embedded store)", () => {
     );
     // The read answers after the request gave up: the value is held, and was not ticked.
     answer({ count: 0, items: null });
-    await Bun.sleep(10);
+    // The load awaited `late` before this test does: its continuation (installing the value) runs first.
+    await late;
     const res = await decide({ features: ["teaser"], deviceId: "d-late" });
     expect(res.status).toBe(200);
     expect((await res.json()).decisions.teaser.meters).toEqual({ calls: { allowance: 2, count: 0 } });

@@ -5,6 +5,7 @@ import { basicDocument } from "../fixtures/documents";
 import { emptyServerDatabase } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy";
+import { until } from "../helpers/wait";
 
 const serverUrl = process.env.DATABASE_URL;
 
@@ -146,9 +147,5 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
 });
 
 async function waitUntil(check: () => boolean, ms = 15_000): Promise<void> {
-  const until = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > until) throw new Error(`not within ${ms} ms`);
-    await Bun.sleep(20);
-  }
+  if (!(await until(check, ms, 20))) throw new Error(`not within ${ms} ms`);
 }

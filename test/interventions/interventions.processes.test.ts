@@ -5,6 +5,7 @@ import { OPERATOR_TOKEN } from "../helpers/harness";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { openSse } from "../helpers/sse";
+import { until } from "../helpers/wait";
 
 const CAP = 4;
 const HEARTBEAT_MS = 200;
@@ -81,12 +82,15 @@ describe.if(Boolean(process.env.DATABASE_URL))("the interventions stream's cap a
     streams.splice(streams.indexOf(closing), 1);
     closing.close();
     // The give-back reaches Postgres once the server sees the stream gone.
-    const until = Date.now() + 10_000;
     let status = 429;
-    while (status === 429 && Date.now() < until) {
-      await Bun.sleep(50);
-      status = (await open(b())).response.status;
-    }
+    await until(
+      async () => {
+        status = (await open(b())).response.status;
+        return status !== 429;
+      },
+      10_000,
+      50,
+    );
     expect(status).toBe(200);
     expect((await open(a())).response.status).toBe(429);
   }, 60_000);

@@ -5,6 +5,7 @@ import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { ofType, openSse } from "../helpers/sse";
+import { until } from "../helpers/wait";
 
 const combos = storeKinds.flatMap((kind) => (["h1", "node", "bun"] as const).map((server) => [kind, server] as const));
 
@@ -182,8 +183,7 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
 
   it("caps open streams per key (429 with Retry-After), and frees a slot when a stream closes", async () => {
     // An earlier test's streams are let go as their connections close.
-    const closed = Date.now() + 5000;
-    while (h.deps.interventions.streamsOf(keyId) > 0 && Date.now() < closed) await Bun.sleep(20);
+    await until(() => h.deps.interventions.streamsOf(keyId) === 0, 5_000, 20);
     const streams = [await open(), await open(), await open()];
     try {
       // The draft's RateLimit fields: a cap on streams open at once (no window), and the places left.
@@ -202,8 +202,7 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
       expect(refused.headers.get("ratelimit-policy")).toBe('"interventions-streams";q=3;qu="concurrent-requests"');
       expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
       (streams.pop() as { close(): void }).close();
-      const deadline = Date.now() + 5000;
-      while (h.deps.interventions.streamsOf(keyId) > 2 && Date.now() < deadline) await Bun.sleep(20);
+      await until(() => h.deps.interventions.streamsOf(keyId) <= 2, 5_000, 20);
       const again = await open();
       expect(again.response.status).toBe(200);
       streams.push(again);

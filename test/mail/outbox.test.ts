@@ -7,6 +7,7 @@ import { SealedText } from "../../src/mail/sealed-text";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { manualClock, memoryLogger } from "../helpers/harness";
 import { startSmtpServer } from "../helpers/smtp";
+import { until } from "../helpers/wait";
 
 type Smtp = Awaited<ReturnType<typeof startSmtpServer>>;
 
@@ -26,11 +27,17 @@ function countingClaims(db: Db) {
 }
 
 const mail = (to: string) => ({ tenantId: "default", to, subject: "Hello", text: `Hello ${to}` });
-const until = async (check: () => boolean, ms = 3_000) => {
-  const start = Date.now();
-  while (!check() && Date.now() - start < ms) await Bun.sleep(10);
-  return check();
-};
+/** The clock, with a count of its reads: every timer tick reads it, so tests wait on ticks, not on time. */
+function countingReads(clock: ReturnType<typeof manualClock>) {
+  const reads = { n: 0 };
+  return {
+    reads,
+    now: () => {
+      reads.n++;
+      return clock.now();
+    },
+  };
+}
 
 describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
   let database: Awaited<ReturnType<typeof freshDatabase>>;
@@ -46,22 +53,21 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
 
   test("a store of its own: idle ticks cost no query, a refused mail is retried when due and not before", async () => {
     const clock = manualClock();
+    const { reads, now } = countingReads(clock);
     const { db, counter } = countingClaims(database.db);
-    const outbox = new Outbox(
-      db,
-      smtpTransport(smtp.url, "news@example.com"),
-      memoryLogger(),
-      clock.now,
-      false,
-      sealer,
-    );
+    const outbox = new Outbox(db, smtpTransport(smtp.url, "news@example.com"), memoryLogger(), now, false, sealer);
+    /** Waits until the timer has ticked `n` more times (each tick reads the clock). */
+    const ticks = (n: number) => {
+      const from = reads.n;
+      return until(() => reads.n >= from + n, 3_000);
+    };
     outbox.start(10);
     try {
       // The first tick drains (nothing is known yet), then the outbox is quiet.
-      expect(await until(() => counter.updates >= 1)).toBe(true);
-      await Bun.sleep(50);
+      expect(await until(() => counter.updates >= 1, 3_000)).toBe(true);
+      await outbox.drain(); // the first drain, settled (or one more): it leaves the outbox quiet
       const idle = counter.updates;
-      await Bun.sleep(150);
+      expect(await ticks(15)).toBe(true);
       expect(counter.updates).toBe(idle);
 
       smtp.refuse(1);
@@ -72,7 +78,7 @@ describe.each(storeKinds)("outbox drainer (%s store)", (kind) => {
       // The refusal set the row's next attempt 2 s ahead (first backoff): ticks wait for it.
       const afterFailure = counter.updates;
       clock.advance(1_900);
-      await Bun.sleep(100);
+      expect(await ticks(10)).toBe(true);
       expect(counter.updates).toBe(afterFailure);
       expect(smtp.received.length).toBe(before);
       clock.advance(200);

@@ -3,6 +3,7 @@ import { type SetScheduler, YIELDING_THREADS, yieldBackgroundThreads } from "../
 import { memoryLogger } from "../helpers/harness";
 import { runBun, startServerProcess, tempDir } from "../helpers/process";
 import { type ThreadPolicy, threadPolicies } from "../helpers/threads";
+import { until } from "../helpers/wait";
 
 const SCHED_IDLE = 5;
 const NORMAL = 0;
@@ -10,13 +11,12 @@ const linux = process.platform === "linux";
 
 /** Waits until every runtime thread of the server is idle-class (threads start lazily; rescans every 5 s). */
 async function settledPolicies(pid: number, limitMs: number): Promise<ThreadPolicy[]> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const threads = threadPolicies(pid);
-    const runtime = threads.filter((t) => YIELDING_THREADS.test(t.name));
-    if ((runtime.length > 0 && runtime.every((t) => t.policy === SCHED_IDLE)) || Date.now() > deadline) return threads;
-    await Bun.sleep(200);
-  }
+  const settled = () => {
+    const runtime = threadPolicies(pid).filter((t) => YIELDING_THREADS.test(t.name));
+    return runtime.length > 0 && runtime.every((t) => t.policy === SCHED_IDLE);
+  };
+  await until(settled, limitMs, 200);
+  return threadPolicies(pid);
 }
 
 describe.skipIf(!linux)("runtime background threads", () => {
@@ -46,7 +46,8 @@ describe.skipIf(!linux)("runtime background threads", () => {
   it("keep their policy by default (SVC_RUNTIME_THREADS=normal)", async () => {
     const server = await startServerProcess({ SVC_DATA_DIR: tempDir(), SVC_SEED_DEMO: "0" });
     try {
-      await Bun.sleep(500);
+      // Threads start lazily: wait until the runtime's are there to be looked at.
+      await until(() => threadPolicies(server.pid).some((t) => YIELDING_THREADS.test(t.name)), 5_000, 50);
       const threads = threadPolicies(server.pid);
       expect(threads.some((t) => YIELDING_THREADS.test(t.name))).toBe(true);
       for (const t of threads) expect(t.policy).toBe(NORMAL);

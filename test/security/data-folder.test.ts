@@ -29,8 +29,7 @@ describe("the embedded store's data folder", () => {
       SVC_RUNTIME_THREADS: "normal",
     });
     // The demo is seeded after the server listens.
-    const seeded = Date.now() + 30_000;
-    while (!server.output().includes("Demo data created") && Date.now() < seeded) await Bun.sleep(50);
+    await server.waitForOutput(/Demo data created/, 30_000);
     // A sign-in request: its mail (printed on stdout with no SMTP configured) carries a live token.
     const asked = await fetch(`${server.url}/v1/id/sign-in/magic-link`, {
       method: "POST",
@@ -39,9 +38,7 @@ describe("the embedded store's data folder", () => {
     });
     if (asked.status !== 200)
       throw new Error(`sign-in answered ${asked.status}: ${await asked.text()}\n${server.output()}`);
-    const deadline = Date.now() + 10_000;
-    while (!/token=([\w-]+)/.test(server.output()) && Date.now() < deadline) await Bun.sleep(50);
-    token = server.output().match(/token=([\w-]+)/)?.[1] ?? "";
+    token = (await server.waitForOutput(/token=([\w-]+)/, 10_000))?.[1] ?? "";
     expect(token.length).toBeGreaterThan(20);
     expect(await server.stop("SIGTERM")).toBe(0);
   }, 90_000);

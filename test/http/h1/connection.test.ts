@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { RequestStats } from "../../../src/http/request-stats";
+import { until } from "../../helpers/wait";
 import { decodeSeen, SEEN_HEADER, startRecordingServer } from "./recording-app";
 import { readAnswers, send } from "./wire";
 
@@ -62,7 +63,7 @@ describe("connections of the h1 transport", () => {
   it("answers pipelined requests in order while the first one's handler still awaits", async () => {
     const pending = send(server.port, `GET /slow HTTP/1.1\r\n${H}\r\nGET /fast HTTP/1.1\r\n${H}\r\n`, { answers: 2 });
     // The second request is handled before the first is answered, and still waits its turn.
-    while (!server.seen.some((s) => s.target === "/fast")) await Bun.sleep(1);
+    expect(await until(() => server.seen.some((s) => s.target === "/fast"), 5_000, 1)).toBe(true);
     slow.open();
     const out = await pending;
     expect(out.answers.map((a) => a.body.toString())).toEqual(['{"slow":true}', ""]);
