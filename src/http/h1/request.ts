@@ -52,11 +52,16 @@ export class H1Request implements HotRequest {
     return bytes === undefined ? null : new Blob([bytes]).stream();
   }
 
-  /** The body parsed as JSON; rejects as `Request.json()` does on malformed or absent text. */
+  /**
+   * The body parsed as JSON; rejects as `Request.json()` does on malformed or absent text. A
+   * leading byte order mark is dropped, as the fetch standard's UTF-8 decode drops it.
+   */
   json(): Promise<unknown> {
     const bytes = this.bytes;
     try {
-      return Promise.resolve(JSON.parse(bytes === undefined ? "" : utf8.call(bytes, "utf8", 0, bytes.byteLength)));
+      if (bytes === undefined) return Promise.resolve(JSON.parse(""));
+      const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+      return Promise.resolve(JSON.parse(utf8.call(bytes, "utf8", start, bytes.byteLength)));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -45,6 +45,11 @@ describe("the h1 transport's light request (keyed decide's hot path)", () => {
     expect(new H1Request(head([]), new TextEncoder().encode("{nope"), "r").json()).rejects.toThrow();
     expect(new H1Request(head([]), undefined, "r").json()).rejects.toThrow();
     expect(new H1Request(head([]), undefined, "r").body).toBeNull();
+    // A byte order mark before the text is dropped, as Request.json() drops it.
+    const bom = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"a":1}')]);
+    expect(await new H1Request(head([]), bom, "r").json()).toEqual(
+      await new Request("http://x/", { method: "POST", body: bom }).json(),
+    );
     const streamed = new H1Request(head([]), bytes, "r").body;
     expect(await new Response(streamed).text()).toBe('{"userId":"é"}');
   });
