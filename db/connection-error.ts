@@ -23,16 +23,21 @@ const CONNECTION_CODES = new Set([
   "53300",
 ]);
 
-/** The connection-class code an error (or an error it wraps, as drizzle does) carries, or null. */
-export function connectionErrorCode(error: unknown): string | null {
+/** The first code an error, or an error it wraps (as drizzle does), carries that `accept` takes. */
+export function errorCodeOf(error: unknown, accept: (code: string) => boolean = () => true): string | null {
   let current = error;
   for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
     const code = (current as { code?: unknown }).code;
-    // SQLSTATE class 08: connection exception.
-    if (typeof code === "string" && (CONNECTION_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return code;
+    if (typeof code === "string" && accept(code)) return code;
     current = (current as { cause?: unknown }).cause;
   }
   return null;
+}
+
+/** The connection-class code an error (or an error it wraps, as drizzle does) carries, or null. */
+export function connectionErrorCode(error: unknown): string | null {
+  // SQLSTATE class 08: connection exception.
+  return errorCodeOf(error, (code) => CONNECTION_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code));
 }
 
 /** Whether an error means the store is unreachable (retry later), not that a statement failed. */

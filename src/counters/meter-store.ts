@@ -1,6 +1,9 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
-import { type Loaded, meterKey, SEP } from "./meter-values";
+import { CountAdmissions } from "./count-admissions";
+import { type Loaded, meterKey, SEP, type SeenAdmission } from "./meter-values";
+
+export type { SeenAdmission };
 
 /** Which meter in which period: the columns of a `meter_keys` row. */
 export interface MeterName {
@@ -49,18 +52,11 @@ export interface MeterStore {
   admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission>;
   /**
    * Adds one to a count meter's stored count only while it is below `allowance`, atomically
-   * across every process on the store (one statement once the key id is known). Answers `added`
+   * across every process on the store (batched with other calls, `CountAdmissions`). Answers `added`
    * (the count before it was `before`) or `full` (nothing added; `before` is the allowance, a
    * lower bound of the stored count).
    */
   admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission>;
-}
-
-/** What the store answered an admission, and the meter's key id (kept by the table). */
-export interface SeenAdmission {
-  readonly outcome: "added" | "member" | "full";
-  readonly before: number;
-  readonly keyId: number;
 }
 
 /**
@@ -148,7 +144,12 @@ async function keyIdOf(tx: Pick<Db, "execute">, table: MeterName): Promise<numbe
 
 /** The counters' tables in Postgres (`meter_keys`, `meter_counts`, `meter_seen`), through drizzle. */
 export class DrizzleMeterStore implements MeterStore {
-  constructor(private readonly db: Db) {}
+  /** Count meters' admissions, batched (`CountAdmissions`). */
+  readonly counts: CountAdmissions;
+
+  constructor(private readonly db: Db) {
+    this.counts = new CountAdmissions(db);
+  }
 
   async storedKeys(): Promise<string[]> {
     // Seen meters are stored as members only (no count row), so their keys come from meter_seen
@@ -210,24 +211,8 @@ export class DrizzleMeterStore implements MeterStore {
   }
 
   async admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
-    // ON CONFLICT's WHERE reads the row under its lock, as committed by any concurrent admission:
-    // the count never passes the allowance through admissions, however many processes admit.
-    const statement = (keyId: number) => sql`insert into meter_counts as c (meter_id, subject, count)
-      select ${keyId}::int, ${subject}, 1 where ${allowance}::int > 0
-      on conflict (meter_id, subject) do update set count = c.count + 1 where c.count < ${allowance}::int
-      returning c.count`;
-    const outcome = (result: unknown, keyId: number): SeenAdmission => {
-      const after = rowsOf<{ count: number | string }>(result)[0]?.count;
-      return after === undefined
-        ? { outcome: "full", before: allowance, keyId }
-        : { outcome: "added", before: Number(after) - 1, keyId };
-    };
-    const known = name.keyId ?? null;
-    if (known !== null) return outcome(await this.db.execute(statement(known)), known);
-    return this.db.transaction(async (tx) => {
-      const keyId = await keyIdOf(tx, name);
-      return outcome(await tx.execute(statement(keyId)), keyId);
-    });
+    const keyId = name.keyId ?? (await this.keyId(name));
+    return this.counts.admit(keyId, subject, allowance);
   }
 
   write(parts: readonly MeterRows[]): Promise<number[]> {

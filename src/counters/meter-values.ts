@@ -40,3 +40,10 @@ export function holds(value: MeterValue, item: string): boolean {
   for (let i = 0; i < value.length; i++) if (value[i] === item) return true;
   return false;
 }
+
+/** What the store answered an admission, and the meter's key id (kept by the table). */
+export interface SeenAdmission {
+  readonly outcome: "added" | "member" | "full";
+  readonly before: number;
+  readonly keyId: number;
+}
