@@ -1,10 +1,13 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { errorCodeOf } from "../../db/connection-error";
+import { DEFAULT_READ_DEADLINE_MS, StoreUnavailable } from "../infra/deadline";
 import type { SeenAdmission } from "./meter-values";
 
 /** One call waiting in a batch. */
 interface Waiting {
+  /** When it was queued (the batcher's clock, ms). */
+  readonly at: number;
   readonly resolve: (admission: SeenAdmission) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -49,17 +52,33 @@ export class CountAdmissions {
   /** Calls whose allowance differs from their group's in the queue: the batch after. */
   private later: { keyId: number; subject: string; allowance: number; waiting: Waiting }[] = [];
   private sending = false;
+  /** When the statement out was sent (the batcher's clock, ms). */
+  private sentAt = 0;
   private scheduled = false;
   /** Statements sent (the tests and the bench read it). */
   statements = 0;
 
-  constructor(private readonly db: Pick<Db, "execute">) {}
+  /**
+   * `maxWaitMs`: a call still queued after this long (a statement before it hung) is given up
+   * unsent, failed as the store unavailable: its request has stopped waiting (the read deadline)
+   * and counted it in this process, and a late admission would count it twice.
+   */
+  constructor(
+    private readonly db: Pick<Db, "execute">,
+    private readonly maxWaitMs = DEFAULT_READ_DEADLINE_MS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** One call to the count of (`keyId`, `subject`): `added` below `allowance`, else `full`. */
   admit(keyId: number, subject: string, allowance: number): Promise<SeenAdmission> {
     if (allowance <= 0) return Promise.resolve({ outcome: "full", before: allowance, keyId });
+    // The statement out has not answered within the deadline (Postgres hangs): fail at once, as
+    // a refused connection does, rather than queue behind it.
+    if (this.sending && this.now() - this.sentAt > this.maxWaitMs) {
+      return Promise.reject(new StoreUnavailable("deadline"));
+    }
     return new Promise((resolve, reject) => {
-      this.enqueue(keyId, subject, allowance, { resolve, reject });
+      this.enqueue(keyId, subject, allowance, { at: this.now(), resolve, reject });
       this.schedule();
     });
   }
@@ -85,12 +104,19 @@ export class CountAdmissions {
   private send(): void {
     if (this.sending || this.queue.size === 0) return;
     const batch: Group[] = [];
+    const stale = this.now() - this.maxWaitMs;
     for (const [key, group] of this.queue) {
       if (batch.length === BATCH_GROUPS) break;
-      batch.push(group);
       this.queue.delete(key);
+      const waiting = giveUpStale(group.waiting, stale);
+      if (waiting.length > 0) batch.push(waiting === group.waiting ? group : { ...group, waiting });
+    }
+    if (batch.length === 0) {
+      this.next();
+      return;
     }
     this.sending = true;
+    this.sentAt = this.now();
     this.count(batch).then(
       (counted) => {
         for (const group of batch) settle(group, counted.get(groupKey(group.keyId, group.subject)));
@@ -149,6 +175,17 @@ interface CountedRow {
   subject: string;
   before: number | string;
   after: number | string;
+}
+
+/** The calls queued since `stale` (the batcher's clock); the older ones are failed unsent. */
+function giveUpStale(waiting: Waiting[], stale: number): Waiting[] {
+  if ((waiting[0] as Waiting).at >= stale) return waiting;
+  const kept: Waiting[] = [];
+  for (const w of waiting) {
+    if (w.at >= stale) kept.push(w);
+    else w.reject(new StoreUnavailable("deadline"));
+  }
+  return kept;
 }
 
 /** The group's calls in arrival order: the first `after - before` admitted, the rest full. */

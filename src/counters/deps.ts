@@ -19,7 +19,7 @@ export interface CounterDeps {
 export function createCounterDeps(input: {
   readonly db: Db;
   readonly kind: Database["kind"];
-  readonly config: Pick<Config, "meterEntries" | "flushIntervalMs">;
+  readonly config: Pick<Config, "meterEntries" | "flushIntervalMs" | "readDeadlineMs">;
   readonly now: () => number;
   readonly logger: Logger;
   /** The meters' store (default: the drizzle one on `db`). */
@@ -36,6 +36,7 @@ export function createCounterDeps(input: {
     exclusiveWriter: input.kind === "embedded",
     // Other processes (workers, hosts) may serve the same readers on a Postgres server.
     exact: input.kind === "server",
+    admissionWaitMs: input.config.readDeadlineMs,
     now: input.now,
   });
   const decisionCounts = new DecisionCounts(input.decisionSink);

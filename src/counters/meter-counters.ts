@@ -90,12 +90,14 @@ export class MeterCounters implements Flushable {
        * by the store before decide answers with them.
        */
       exact?: boolean;
+      /** How long an admission may wait for its batch before it is given up unsent (the read deadline). */
+      admissionWaitMs?: number;
       /** Clock for retiring past periods (ms); tests pass their own. */
       now?: () => number;
       retireAfterMs?: number;
     } = {},
   ) {
-    this.store = "storedKeys" in source ? source : new DrizzleMeterStore(source);
+    this.store = "storedKeys" in source ? source : new DrizzleMeterStore(source, options.admissionWaitMs);
     this.exact = options.exact ?? false;
     this.maxEntries = options.maxEntries ?? 4_000_000;
     this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;

@@ -147,8 +147,12 @@ export class DrizzleMeterStore implements MeterStore {
   /** Count meters' admissions, batched (`CountAdmissions`). */
   readonly counts: CountAdmissions;
 
-  constructor(private readonly db: Db) {
-    this.counts = new CountAdmissions(db);
+  /** `admissionWaitMs`: how long a count meter's admission may wait for its batch (`CountAdmissions`). */
+  constructor(
+    private readonly db: Db,
+    admissionWaitMs?: number,
+  ) {
+    this.counts = new CountAdmissions(db, admissionWaitMs);
   }
 
   async storedKeys(): Promise<string[]> {

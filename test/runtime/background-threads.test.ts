@@ -1,4 +1,5 @@
 import { describe, expect, it } from "bun:test";
+import { readFileSync } from "node:fs";
 import { type SetScheduler, YIELDING_THREADS, yieldBackgroundThreads } from "../../src/runtime/background-threads";
 import { memoryLogger } from "../helpers/harness";
 import { runBun, startServerProcess, tempDir } from "../helpers/process";
@@ -98,14 +99,24 @@ const logged = (logger: ReturnType<typeof memoryLogger>) =>
 
 // The paths a kernel does not take here (as root, lowering a thread's own policy always works;
 // off Linux there is no sched_setscheduler): the call is passed in, and no real thread changes.
+const commOf = (tid: number) => {
+  try {
+    return readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
+  } catch {
+    return "(ended)";
+  }
+};
 describe("runtime background threads when the policy cannot be set", () => {
   // Every thread of this test process but the main one (Bun always runs a few).
   const anyThread = /./;
 
   it.skipIf(!linux)("warns once, lowers nothing and does not retry a thread it could not change", () => {
     const tried: number[] = [];
+    /** "tid name" of each thread tried: a thread that renamed itself meanwhile is another one. */
+    const triedThreads: string[] = [];
     const failing: SetScheduler = (tid) => {
       tried.push(tid);
+      triedThreads.push(`${tid} ${commOf(tid)}`);
       return -1;
     };
     const logger = memoryLogger();
@@ -119,9 +130,9 @@ describe("runtime background threads when the policy cannot be set", () => {
       expect(warnings[0]?.message).toBe("could not lower a runtime thread's priority");
       expect(warnings[0]?.tid).toBe(tried[0]);
       // Looked at again: the threads already tried are not tried again, and no second warning.
-      const before = tried.length;
+      const before = triedThreads.length;
       threads.scan();
-      const retried = tried.slice(before).filter((tid) => tried.indexOf(tid) < before);
+      const retried = triedThreads.slice(before).filter((thread) => triedThreads.indexOf(thread) < before);
       expect(retried).toEqual([]);
       expect(logged(logger).filter((l) => l.level === "warn")).toHaveLength(1);
     } finally {
