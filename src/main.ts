@@ -44,8 +44,24 @@ if (isClusterPrimary(config)) {
   await serve();
 }
 
-/** Opens the store, starts the counters and timers, listens, and stops gracefully on a signal. */
+/**
+ * Opens the store, starts the counters and timers, listens, and stops gracefully on a signal.
+ * The signals are taken from the start: while the store is still being opened (waiting for
+ * Postgres, say) one stops the process at once, as before, since nothing is held yet; once it is
+ * open, one that comes while the server is still starting (a cluster's primary stopping a worker
+ * it has just restarted) stops it gracefully as soon as it has started, not half-started.
+ */
 async function serve(): Promise<void> {
+  let opened = false;
+  let shutdown: ((signal: string) => Promise<void>) | null = null;
+  let pending: string | null = null;
+  const onSignal = (signal: string) => {
+    if (shutdown !== null) void shutdown(signal);
+    else if (opened) pending ??= signal;
+    else process.exit(0);
+  };
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
   const deps = await createDeps(config, { logger, database: await openServerDatabase(config, logger) }).catch(
     (error: unknown) => {
       if (!(error instanceof DataFolderInUseError)) throw error;
@@ -53,6 +69,7 @@ async function serve(): Promise<void> {
       process.exit(1);
     },
   );
+  opened = true;
   await startDeps(deps);
   const app = listen(createApp(deps), deps);
   const port = app.server?.port ?? config.port;
@@ -68,7 +85,7 @@ async function serve(): Promise<void> {
   }
 
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     deps.logger.info("stopping", { signal });
@@ -82,8 +99,7 @@ async function serve(): Promise<void> {
       process.exit(1);
     }
   };
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  process.on("SIGINT", () => void shutdown("SIGINT"));
+  if (pending !== null) void shutdown(pending);
 }
 
 /** Printed once: the key value is not stored and cannot be shown again. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import type { Database } from "../../db/client";
 import { DatabaseUnreachable, maskDatabaseUrl, openDatabaseRetrying, openFailureMessage } from "../../db/open-retrying";
 import { basicDocument } from "../fixtures/documents";
@@ -88,6 +89,33 @@ describe("starting while Postgres cannot be reached", () => {
     expect(waiting).toHaveLength(1);
     expect(JSON.parse(waiting[0] as string)).toMatchObject({ level: "warn" });
     expect(waiting[0]).toContain(`DATABASE_URL ${url.replace("s3cret-pw", "***")}`);
+  }, 30_000);
+
+  it("stops on SIGTERM while it waits for Postgres, with exit 0 (not after SVC_START_RETRY_MS)", async () => {
+    const url = `postgres://svc:pw@127.0.0.1:${await closedPort()}/news`;
+    const child = Bun.spawn([process.execPath, "src/main.ts"], {
+      cwd: join(import.meta.dir, "../.."),
+      env: {
+        PATH: process.env.PATH ?? "",
+        PORT: "0",
+        HOST: "127.0.0.1",
+        DATABASE_URL: url,
+        SVC_START_RETRY_MS: "60000",
+        ...serverEnv(),
+      },
+      stdout: "pipe",
+      stderr: "ignore",
+    });
+    // The signal comes once it says it waits (its handlers exist by then); it would wait 60 s
+    // (SVC_START_RETRY_MS below), twice this test's time limit.
+    let seen = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stdout) {
+      seen += decoder.decode(chunk);
+      if (seen.includes("waiting for Postgres")) break;
+    }
+    child.kill("SIGTERM");
+    expect(await child.exited).toBe(0);
   }, 30_000);
 });
 
