@@ -159,8 +159,9 @@ type ChangeHandlers = { [T in ChangeTopic]?: (change: Change) => Promise<unknown
 
 /**
  * The composition root: opens the store, then calls each capability's builder in order, passing
- * each only what it uses. The change feed's handlers are a table filled as the capabilities that
- * handle a topic exist (the key service and newsletters publish to the feed they handle).
+ * each only what it uses. The change feed's handlers are one table, written with the feed; two of
+ * them name capabilities built after it (the key service and newsletters publish to the feed they
+ * handle), which is sound because a handler runs only once the feed has started (startDeps).
  */
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const baseLogger = overrides.logger ?? createLogger(config.logLevel, undefined, undefined, config.logFormat);
@@ -190,26 +191,33 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const userFacts = new UserFactsCache(users);
   const streamingStore = new DrizzleStreamingStore(db);
   const streamingFacts = new StreamingFactsCache(streamingStore);
-  const { giftStore, gifts } = createGiftDeps({ db, config, meters });
+  // The feed's handlers and the gift ledger's publisher below run only once the feed has started
+  // (startDeps) or a gift is redeemed, after every capability they name exists.
+  const { giftStore, gifts } = createGiftDeps({
+    db,
+    config,
+    meters,
+    // A newly counted reader of a gift link is a change every process's streams hear of.
+    onRedeemed: (site, giftId) => {
+      changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
+        logger.warn("publishing a gift redemption failed", { error: errorText(error) });
+      });
+    },
+  });
   const interventions = createInterventionHub({ db, kind, config, registry, now });
 
-  const onChange: ChangeHandlers = {
+  const onChange: Readonly<ChangeHandlers> = {
     tenant: () => registry.reloadTenants(),
     site: (change) => registry.reloadSite(change.tenantId, change.subject),
     grants: (change) => userFacts.invalidate(change.tenantId, change.subject),
     traits: (change) => userFacts.invalidate(change.tenantId, change.subject),
     gift: (change) => gifts.onGiftChanged(change.tenantId, change.subject, now()),
     streaming: (change) => streamingFacts.invalidate(change.tenantId, change.subject),
+    key: (change) => keys.onKeyChanged(change.subject),
+    newsletters: (change) => newsletters.facts.invalidate(change.tenantId, change.subject),
   };
   const changes = changeFeed(database, onChange, interventions, logger, overrides.pollMs);
-  // A newly counted reader of a gift link is a change every process's streams hear of.
-  gifts.onRedeemed = (site, giftId) => {
-    changes.publish({ topic: "gift", tenantId: site.tenantId, subject: giftId }).catch((error: unknown) => {
-      logger.warn("publishing a gift redemption failed", { error: errorText(error) });
-    });
-  };
   const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
-  onChange.key = (change) => keys.onKeyChanged(change.subject);
 
   const outbox = createOutbox({ db, kind, config, logger, now, transport: overrides.mailTransport });
   const mailBudget = new MailBudget(db, new DrizzleMailBudgetStore(db), outbox, logger, now, overrides.mailBudgets);
@@ -249,7 +257,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     now,
     outside,
   });
-  onChange.newsletters = (change) => newsletters.facts.invalidate(change.tenantId, change.subject);
   const recommendations = createRecommendations({
     db,
     config,

@@ -1,6 +1,7 @@
 import type { Db } from "../../db/client";
 import type { Config } from "../config";
 import type { MeterCounters } from "../counters/meter-counters";
+import type { SiteState } from "../sites/registry";
 import { GiftLedger } from "./ledger";
 import { DrizzleGiftStore, type GiftStore } from "./store";
 import { GiftTokens } from "./token";
@@ -15,6 +16,8 @@ export function createGiftDeps(input: {
   readonly db: Db;
   readonly config: Pick<Config, "secret" | "readDeadlineMs">;
   readonly meters: MeterCounters;
+  /** Told of each newly counted reader of a link. */
+  readonly onRedeemed: (site: SiteState, giftId: string) => void;
 }): GiftDeps {
   const giftStore = new DrizzleGiftStore(input.db);
   const gifts = new GiftLedger(
@@ -22,6 +25,7 @@ export function createGiftDeps(input: {
     giftStore,
     input.meters,
     input.config.readDeadlineMs,
+    input.onRedeemed,
   );
   return { giftStore, gifts };
 }

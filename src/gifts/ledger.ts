@@ -34,14 +34,16 @@ const PRUNE_AT = 100_000;
  */
 export class GiftLedger {
   private readonly revoked = new Map<string, number>();
-  /** Told of each newly counted reader of a link (the interventions stream's `gift` event). */
-  onRedeemed: ((site: SiteState, giftId: string) => void) | null = null;
-
+  /**
+   * `onRedeemed` is told of each newly counted reader of a link (the interventions stream's
+   * `gift` event).
+   */
   constructor(
     readonly tokens: GiftTokens,
     private readonly store: GiftStore,
     private readonly meters: MeterCounters,
     private readonly readDeadlineMs: number,
+    private readonly onRedeemed: ((site: SiteState, giftId: string) => void) | null = null,
   ) {}
 
   /** Loads the revoked gifts still within their lifetime (at start). */
