@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { errorCodeOf } from "../../db/connection-error";
 import { DEFAULT_READ_DEADLINE_MS, StoreUnavailable } from "../infra/deadline";
@@ -18,12 +18,6 @@ interface Group {
   readonly subject: string;
   readonly allowance: number;
   readonly waiting: Waiting[];
-}
-
-/** What the store answered a group: the count before the batch's calls, and after them. */
-interface Counted {
-  readonly before: number;
-  readonly after: number;
 }
 
 /** Groups per statement (as `STATEMENT_ROWS` for the counters' reads and writes). */
@@ -117,16 +111,7 @@ export class CountAdmissions {
     }
     this.sending = true;
     this.sentAt = this.now();
-    this.count(batch).then(
-      (counted) => {
-        for (const group of batch) settle(group, counted.get(groupKey(group.keyId, group.subject)));
-        this.next();
-      },
-      (error: unknown) => {
-        for (const group of batch) for (const w of group.waiting) w.reject(error);
-        this.next();
-      },
-    );
+    void this.count(batch).then(() => this.next());
   }
 
   private next(): void {
@@ -137,36 +122,51 @@ export class CountAdmissions {
     this.schedule();
   }
 
-  /** The batch's counts before and after, by group key; a group absent was never counted. */
-  private async count(batch: readonly Group[]): Promise<Map<string, Counted>> {
+  /**
+   * Counts the batch, answering each group's calls as soon as a statement has counted it (each
+   * statement commits on its own). A statement that fails fails only the groups not yet counted:
+   * their calls were not admitted, so their requests may fall back; the ones counted stand.
+   */
+  private async count(batch: readonly Group[]): Promise<void> {
+    let left = batch;
+    const answer = (rows: CountedRow[]) => {
+      const counted = new Map<string, CountedRow>();
+      for (const r of rows) counted.set(groupKey(Number(r.meter_id), r.subject), r);
+      left = left.filter((group) => {
+        const r = counted.get(groupKey(group.keyId, group.subject));
+        if (r === undefined) return true;
+        settle(group, Number(r.before), Number(r.after));
+        return false;
+      });
+    };
+    try {
+      for (let round = 0; round < ROUNDS && left.length > 0; round++) {
+        answer(await this.run(updateStatement(left)));
+        // Never stored: inserted with the calls it admits. A row another process inserted
+        // meanwhile makes the insert do nothing for it, and the next round's update counts it.
+        if (left.length > 0) answer(await this.run(insertStatement(left)));
+      }
+    } catch (error) {
+      for (const group of left) for (const w of group.waiting) w.reject(error);
+      return;
+    }
+    const error = new Error(`count meter admissions neither updated nor inserted in ${ROUNDS} rounds`);
+    for (const group of left) for (const w of group.waiting) w.reject(error);
+  }
+
+  /**
+   * One statement; run again when Postgres chose it as a deadlock's victim (it rolled the
+   * statement back whole, so running it again counts nothing twice).
+   */
+  private async run(statement: SQL): Promise<CountedRow[]> {
     for (let attempt = 1; ; attempt++) {
+      this.statements++;
       try {
-        return await this.countOnce(batch);
+        return rowsOf<CountedRow>(await this.db.execute(statement));
       } catch (error) {
         if (attempt >= DEADLOCK_TRIES || errorCodeOf(error) !== "40P01") throw error;
       }
     }
-  }
-
-  private async countOnce(batch: readonly Group[]): Promise<Map<string, Counted>> {
-    const counted = new Map<string, Counted>();
-    let left = batch;
-    for (let round = 0; round < ROUNDS && left.length > 0; round++) {
-      this.statements++;
-      for (const r of rowsOf<CountedRow>(await this.db.execute(updateStatement(left)))) {
-        counted.set(groupKey(Number(r.meter_id), r.subject), { before: Number(r.before), after: Number(r.after) });
-      }
-      left = left.filter((g) => !counted.has(groupKey(g.keyId, g.subject)));
-      if (left.length === 0) break;
-      // Never stored: inserted with the calls it admits. A row another process inserted
-      // meanwhile makes the insert do nothing for it, and the next round's update counts it.
-      this.statements++;
-      for (const r of rowsOf<CountedRow>(await this.db.execute(insertStatement(left)))) {
-        counted.set(groupKey(Number(r.meter_id), r.subject), { before: 0, after: Number(r.after) });
-      }
-      left = left.filter((g) => !counted.has(groupKey(g.keyId, g.subject)));
-    }
-    return counted;
   }
 }
 
@@ -189,17 +189,11 @@ function giveUpStale(waiting: Waiting[], stale: number): Waiting[] {
 }
 
 /** The group's calls in arrival order: the first `after - before` admitted, the rest full. */
-function settle(group: Group, counted: Counted | undefined): void {
+function settle(group: Group, before: number, after: number): void {
   const { keyId, allowance, waiting } = group;
-  if (counted === undefined) {
-    const error = new Error(`count of meter key ${keyId} was neither updated nor inserted in ${ROUNDS} rounds`);
-    for (const w of waiting) w.reject(error);
-    return;
-  }
-  const admitted = counted.after - counted.before;
   for (let i = 0; i < waiting.length; i++) {
     const w = waiting[i] as Waiting;
-    if (i < admitted) w.resolve({ outcome: "added", before: counted.before + i, keyId });
+    if (i < after - before) w.resolve({ outcome: "added", before: before + i, keyId });
     else w.resolve({ outcome: "full", before: allowance, keyId });
   }
 }

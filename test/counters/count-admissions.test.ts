@@ -145,6 +145,33 @@ describe("count meters' batched admissions when the store fails", () => {
   });
 });
 
+describe("count meters' batched admissions when a later statement of a batch fails", () => {
+  it("keeps the calls an earlier statement counted (they are stored) and fails only the others", async () => {
+    let statements = 0;
+    const store = new CountAdmissions({
+      execute: (async () => {
+        statements++;
+        // The update finds "old" (stored before); the insert for "new" meets a dropped connection.
+        if (statements === 1) return [{ meter_id: 1, subject: "old", before: 1, after: 3 }];
+        throw Object.assign(new Error("connection closed"), { code: "CONNECTION_CLOSED" });
+      }) as never,
+    });
+    const answers = await Promise.allSettled([
+      store.admit(1, "old", 3),
+      store.admit(1, "new", 3),
+      store.admit(1, "old", 3),
+      store.admit(1, "old", 3),
+    ]);
+    expect(answers.map((a) => (a.status === "fulfilled" ? a.value.outcome : "rejected"))).toEqual([
+      "added",
+      "rejected",
+      "added",
+      "full",
+    ]);
+    expect(statements).toBe(2);
+  });
+});
+
 describe("count meters' batched admissions behind a statement that hangs", () => {
   it("fails new calls at once once it is past the deadline, and never sends the calls that waited past it", async () => {
     const sent: ((rows: unknown[]) => void)[] = [];
