@@ -24,7 +24,7 @@ interface Group {
 const BATCH_GROUPS = 5000;
 /** Rounds of update-then-insert before a group is given up (a row deleted between them, each time). */
 const ROUNDS = 3;
-/** Tries of a batch Postgres chose as a deadlock's victim (it rolled the whole statement back). */
+/** Tries of a statement Postgres chose as a deadlock's victim (it rolled the statement back whole). */
 const DEADLOCK_TRIES = 3;
 
 const groupKey = (keyId: number, subject: string) => `${keyId}\u0000${subject}`;
