@@ -49,7 +49,8 @@ export class CountAdmissions {
   /** When the statement out was sent (the batcher's clock, ms). */
   private sentAt = 0;
   private scheduled = false;
-  /** Statements sent (the tests and the bench read it). */
+  /** Calls asked (below their allowance) and statements sent: /metrics, the tests. */
+  calls = 0;
   statements = 0;
 
   /**
@@ -66,6 +67,7 @@ export class CountAdmissions {
   /** One call to the count of (`keyId`, `subject`): `added` below `allowance`, else `full`. */
   admit(keyId: number, subject: string, allowance: number): Promise<SeenAdmission> {
     if (allowance <= 0) return Promise.resolve({ outcome: "full", before: allowance, keyId });
+    this.calls++;
     // The statement out has not answered within the deadline (Postgres hangs): fail at once, as
     // a refused connection does, rather than queue behind it.
     if (this.sending && this.now() - this.sentAt > this.maxWaitMs) {

@@ -64,6 +64,11 @@ export class MeterCounters implements Flushable {
   private entries = 0;
   /** Values dropped from memory (past `maxEntries`, or with a past period's table) since start, for /metrics. */
   evictedTotal = 0;
+
+  /** Count meters' admissions through the store so far: calls, and the statements they shared (/metrics). */
+  get countAdmissions(): { readonly calls: number; readonly statements: number } {
+    return this.store instanceof DrizzleMeterStore ? this.store.counts : { calls: 0, statements: 0 };
+  }
   /** Past periods' tables dropped since start. */
   retiredTotal = 0;
   /** How long each batched read of meter values took (seconds), for /metrics. */

@@ -130,6 +130,22 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
     ),
   );
   add(
+    new Scraped(
+      "svc_meter_count_admissions_total",
+      "Count meters' calls admitted through the store (a Postgres server: other processes count too).",
+      "counter",
+      () => [{ labels: {}, value: deps.meters.countAdmissions.calls }],
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_meter_count_admission_statements_total",
+      "Statements those admissions took: calls that came together share one.",
+      "counter",
+      () => [{ labels: {}, value: deps.meters.countAdmissions.statements }],
+    ),
+  );
+  add(
     new Scraped("svc_flush_duration_seconds", "Time each counter flush took.", "histogram", () =>
       histogramSamples("svc_flush_duration_seconds", deps.flusher.durations, {}),
     ),

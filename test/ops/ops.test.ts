@@ -149,6 +149,14 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
     ).toBe(okBefore + 3);
     expect(sample(after, "svc_meter_entries")).toBeGreaterThanOrEqual(3);
     expect(sample(after, "svc_meter_entries_evicted_total")).toBe(0);
+    // A count meter's call (the teaser's) is admitted through the store only on a server.
+    const admissions = sample(after, "svc_meter_count_admissions_total") ?? -1;
+    expect((await decide({ features: ["teaser"], deviceId: "d-metrics-teaser" })).status).toBe(200);
+    const counted = await metrics();
+    expect(sample(counted, "svc_meter_count_admissions_total")).toBe(admissions + (kind === "server" ? 1 : 0));
+    expect(sample(counted, "svc_meter_count_admission_statements_total")).toBeGreaterThanOrEqual(
+      kind === "server" ? 1 : 0,
+    );
     expect(sample(after, "svc_flush_failures_total")).toBe(0);
     expect(sample(after, "svc_flush_duration_seconds_count")).toBeGreaterThan(0);
     expect(sample(after, "svc_flush_backlog")).toBeGreaterThanOrEqual(0);
