@@ -94,9 +94,10 @@ describe.each(transports)("SVC_WORKERS=2 on the server store (SVC_HTTP_SERVER=%s
     await within(30_000, async () => {
       const response = await decide();
       await response.text();
-      // A worker that started before the first one seeded the demo learns of its site from the
-      // change feed: until then it answers 404 (unknown site), so this waits for both to decide.
-      if (response.status === 404) return false;
+      // A worker that started before the first one seeded the demo learns of its site and key
+      // from the change feed: until then it answers 404 (unknown site) or 401 (unknown key), so
+      // this waits for both to decide.
+      if (response.status === 404 || response.status === 401) return false;
       expect(response.status).toBe(200);
       for (const line of server.output().split("\n")) {
         if (line.includes('"route":"/v1/decide"')) served.add((JSON.parse(line) as { worker: number }).worker);
