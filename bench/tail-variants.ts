@@ -32,6 +32,8 @@ for (const [name, env] of Object.entries(variants)) {
     cpus: "0",
     env,
     smol: env.BENCH_NO_SMOL === undefined,
+    profileDir: process.env.PROFILE_DIR,
+    logFile: process.env.TAIL_LOG_DIR === undefined ? undefined : join(process.env.TAIL_LOG_DIR, `${name}.log`),
   });
   await setupSite(server, work);
   const keys = await issueKeys(server, 300, `t${name}`);
@@ -72,6 +74,27 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       sendAtEpoch[i] = start + i / 5;
       requestOf[i] = i % pool.size;
     }
+    // `PERF_OUT=<file>`: the scheduler's switches on the server's core for 6 s of the first round.
+    const perf =
+      process.env.PERF_OUT === undefined || round !== 0
+        ? undefined
+        : Bun.spawn(
+            [
+              "perf",
+              "record",
+              "-q",
+              "-e",
+              "sched:sched_switch,sched:sched_wakeup",
+              "-C",
+              "0",
+              "-o",
+              process.env.PERF_OUT,
+              "--",
+              "sleep",
+              "6",
+            ],
+            { stdout: "ignore", stderr: "inherit" },
+          );
     const r = await runOpenLoop({
       port: server.port,
       requests: pool,
@@ -80,6 +103,8 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       connections: 64,
       cpus: "1",
     });
+    await perf?.exited;
+    if (process.env.STALLS !== undefined) printStalls(r, start, Number(process.env.STALLS) || 2);
     const lat = answeredLatencies(r).sort();
     console.log(
       `${round} ${name}: p50 ${percentileSorted(lat, 0.5).toFixed(3)} p99 ${percentileSorted(lat, 0.99).toFixed(3)} p999 ${percentileSorted(lat, 0.999).toFixed(3)} max ${lat[lat.length - 1]?.toFixed(1)} n ${lat.length}`,
@@ -87,4 +112,31 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   }
 }
 for (const { server } of servers) await server.stop();
+
+/**
+ * `STALLS=<ms>`: the episodes in which answers took longer than <ms> (default 2), by when the
+ * slow requests were meant to be sent (ms from the start) and the slowest answer in each, with the
+ * gaps between episodes, so a periodic cause (a timer) shows as a regular gap.
+ */
+function printStalls(r: Awaited<ReturnType<typeof runOpenLoop>>, start: number, threshold: number): void {
+  const episodes: { at: number; until: number; worst: number; count: number }[] = [];
+  for (let i = 0; i < r.latencyMs.length; i++) {
+    const latency = r.latencyMs[i] as number;
+    if (!(latency > threshold)) continue;
+    const sentAt = (r.sentEpoch[i] as number) - start;
+    const last = episodes[episodes.length - 1];
+    if (last !== undefined && sentAt - last.until < 5) {
+      last.until = sentAt;
+      last.worst = Math.max(last.worst, latency);
+      last.count++;
+    } else episodes.push({ at: sentAt, until: sentAt, worst: latency, count: 1 });
+  }
+  const gaps = episodes.slice(1).map((e, k) => Math.round(e.at - (episodes[k] as { at: number }).at));
+  console.log(
+    `  ${episodes.length} episodes over ${threshold} ms: ${episodes
+      .map((e) => `${Math.round(e.at)}+${Math.round(e.until - e.at)}ms:${e.worst.toFixed(1)}(${e.count})`)
+      .join(" ")}`,
+  );
+  console.log(`  gaps: ${gaps.join(" ")}`);
+}
 await cleanupAll();
