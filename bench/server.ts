@@ -71,6 +71,13 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     ...(process.env.SVC_HTTP_SERVER ? { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER } : {}),
     // The runtime threads' scheduling (default normal; the full runs before issue 28 had idle).
     ...(process.env.SVC_RUNTIME_THREADS ? { SVC_RUNTIME_THREADS: process.env.SVC_RUNTIME_THREADS } : {}),
+    // The runtime's own tuning knobs pass through (JavaScriptCore's options, mimalloc's), so a run
+    // can try them: e.g. `BUN_JSC_logGC=1`, `MIMALLOC_PURGE_DELAY=1000`.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (e): e is [string, string] => /^(BUN_JSC_|MIMALLOC_)/.test(e[0]) && e[1] !== undefined,
+      ),
+    ),
     ...options.env,
   };
   let store: ServerHandle["store"] = "embedded";

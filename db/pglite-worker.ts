@@ -38,13 +38,20 @@ let client: PGlite | null = null;
  * never waits for it.
  */
 const COLLECT_AFTER = 64;
+/** And once statements stop coming for this long, what is left of it (no garbage stays idle). */
+const QUIET_MS = 1_000;
 let work = 0;
+const quiet = setTimeout(collectNow, QUIET_MS);
+quiet.unref();
+function collectNow(): void {
+  if (work === 0) return;
+  work = 0;
+  Bun.gc(true);
+}
 function collectNowAndThen(paramChars: number, rows: number): void {
   work += 1 + paramChars / 4096 + rows / 64;
-  if (work >= COLLECT_AFTER) {
-    work = 0;
-    Bun.gc(true);
-  }
+  if (work >= COLLECT_AFTER) collectNow();
+  else quiet.refresh();
 }
 
 /**

@@ -11,6 +11,7 @@ import { errorText } from "./infra/error-text";
 import { createLogger, type Logger } from "./logger";
 import { yieldBackgroundThreads } from "./runtime/background-threads";
 import { isClusterPrimary, runClusterPrimary, workerIndex } from "./runtime/cluster";
+import { collectWhenIdle } from "./runtime/idle-collection";
 import { demoDocumentPath, seedDemo } from "./seed";
 
 // Before anything writes the data folder: every file the server creates is private (0600/0700).
@@ -75,6 +76,7 @@ async function serve(): Promise<void> {
   const port = app.server?.port ?? config.port;
   deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir, pid: process.pid });
   const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;
+  const idleCollection = collectWhenIdle(() => deps.requests.total);
 
   // In a cluster only the first worker seeds, so two never race to create the demo tenant.
   if (config.seedDemo && (index === null || index === 0)) {
@@ -91,6 +93,7 @@ async function serve(): Promise<void> {
     deps.logger.info("stopping", { signal });
     try {
       runtimeThreads?.stop();
+      idleCollection.stop();
       await app.stop();
       await stopDeps(deps);
       process.exit(0);

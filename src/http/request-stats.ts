@@ -45,6 +45,8 @@ export class RequestStats {
   private matchers: { method: string; route: string; pattern: RegExp }[] = [];
   /** Native routes (keyed decide): path -> method -> stats, found without matching. */
   private readonly native = new Map<string, Map<string, RouteStats>>();
+  /** Answers recorded so far, all routes together (what `collectWhenIdle` watches). */
+  total = 0;
 
   /**
    * `clients`: how the access log names the client (the peer, or behind a trusted proxy the
@@ -128,6 +130,7 @@ export class RequestStats {
   ): void {
     const route = stats ?? this.statsOf(method, this.routeOf(method, path));
     route.record(status, seconds);
+    this.total++;
     if (this.accessLog) {
       this.logger.info("request", {
         method,
