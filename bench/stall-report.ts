@@ -1,0 +1,140 @@
+/**
+ * What held the server's core while keyed decide's answers were late, from the files
+ * bench/tail-variants.ts leaves (not part of `npm run bench`):
+ *
+ * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`) as CPU time
+ *   per thread on the core, its stretches over 1 ms, and how long the request thread (the first
+ *   `bun.exe` thread woken) waited behind another thread, by that thread's name.
+ * - `npx bun bench/stall-report.ts profile <file.cpuprofile>`: the request thread's profile
+ *   (`PROFILE_DIR`, best with `BENCH_PROFILE_INTERVAL_US=100`) as its busy stretches over 2.5 ms
+ *   (samples less than 0.5 ms apart) and the outermost project frames found in them.
+ */
+import { readFileSync } from "node:fs";
+
+type Switch = { at: number; prevTid: number; prevName: string; prevState: string; nextTid: number; nextName: string };
+type Wakeup = { at: number; tid: number; name: string };
+
+function sched(file: string): void {
+  const text = Bun.spawnSync(["perf", "script", "-i", file, "-F", "comm,tid,time,event,trace"], {
+    stderr: "ignore",
+  }).stdout.toString();
+  const events: (Switch | Wakeup)[] = [];
+  for (const line of text.split("\n")) {
+    const s =
+      /\s([\d.]+): sched:sched_switch: prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(
+        line,
+      );
+    if (s) {
+      events.push({
+        at: Number(s[1]) * 1000,
+        prevName: s[2] as string,
+        prevTid: Number(s[3]),
+        prevState: s[4] as string,
+        nextName: s[5] as string,
+        nextTid: Number(s[6]),
+      });
+      continue;
+    }
+    const w = /\s([\d.]+): sched:sched_wakeup: comm=(.*?) pid=(\d+)/.exec(line);
+    if (w) events.push({ at: Number(w[1]) * 1000, name: w[2] as string, tid: Number(w[3]) });
+  }
+  const names = new Map<number, string>();
+  const runs = new Map<number, number[]>();
+  let running: number | undefined;
+  let since = 0;
+  for (const e of events) {
+    if (!("nextTid" in e)) continue;
+    names.set(e.prevTid, e.prevName);
+    names.set(e.nextTid, e.nextName);
+    if (running !== undefined) runs.set(running, [...(runs.get(running) ?? []), e.at - since]);
+    running = e.nextTid;
+    since = e.at;
+  }
+  const first = events[0]?.at ?? 0;
+  const span = (events[events.length - 1]?.at ?? 0) - first;
+  console.log(`${(span / 1000).toFixed(2)} s traced`);
+  const rows = [...runs].map(([tid, r]) => ({ tid, total: r.reduce((a, b) => a + b, 0), r }));
+  rows.sort((a, b) => b.total - a.total);
+  for (const { tid, total, r } of rows.slice(0, 12)) {
+    console.log(
+      `${names.get(tid)} (${tid}): ${(total / 1000).toFixed(3)} s on the core, ${r.length} stretches, ${r.filter((x) => x > 1).length} over 1 ms, longest ${Math.max(...r).toFixed(1)} ms`,
+    );
+  }
+  const main = events.find((e): e is Wakeup => !("nextTid" in e) && e.name === "bun.exe")?.tid;
+  if (main === undefined) return;
+  // The request thread taken off the core while runnable, and how long until it ran again.
+  const behind = new Map<string, number[]>();
+  let out: { at: number; by: string } | undefined;
+  for (const e of events) {
+    if (!("nextTid" in e)) continue;
+    if (e.prevTid === main && e.prevState.startsWith("R")) out = { at: e.at, by: e.nextName };
+    else if (e.nextTid === main && out !== undefined) {
+      behind.set(out.by, [...(behind.get(out.by) ?? []), e.at - out.at]);
+      out = undefined;
+    }
+  }
+  console.log(`request thread (${main}) waiting while runnable, by the thread that took the core:`);
+  for (const [name, waits] of [...behind].sort((a, b) => b[1].length - a[1].length)) {
+    console.log(
+      `  ${name}: ${waits.length} times, ${waits.filter((w) => w > 1).length} over 1 ms, longest ${Math.max(...waits).toFixed(1)} ms`,
+    );
+  }
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+function profile(file: string): void {
+  const p = JSON.parse(readFileSync(file, "utf8")) as {
+    nodes: ProfileNode[];
+    samples: number[];
+    timeDeltas: number[];
+    startTime: number;
+  };
+  const nodes = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  /** The outermost frames of this project's TypeScript in a sample's stack. */
+  const outer = (id: number): string => {
+    const frames: string[] = [];
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const f = nodes.get(at)?.callFrame;
+      if (f?.url.endsWith(".ts"))
+        frames.push(`${f.functionName || "(anonymous)"} ${f.url.split("/").pop()}:${f.lineNumber}`);
+    }
+    return frames.slice(-2).reverse().join(" > ") || "(no project frame)";
+  };
+  const times: number[] = [];
+  let t = p.startTime;
+  for (const d of p.timeDeltas) {
+    t += d;
+    times.push(t);
+  }
+  const found = new Map<string, number>();
+  let bursts = 0;
+  let start = 0;
+  for (let i = 1; i <= times.length; i++) {
+    if (i < times.length && (times[i] as number) - (times[i - 1] as number) <= 500) continue;
+    if ((times[i - 1] as number) - (times[start] as number) > 2_500) {
+      bursts++;
+      for (let k = start; k < i; k++) {
+        const key = outer(p.samples[k] as number);
+        found.set(key, (found.get(key) ?? 0) + 1);
+      }
+    }
+    start = i;
+  }
+  console.log(`${p.samples.length} samples; ${bursts} busy stretches over 2.5 ms; their samples by outer frames:`);
+  for (const [key, n] of [...found].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${n} ${key}`);
+}
+
+const [mode, file] = process.argv.slice(2);
+if (mode === "sched" && file) sched(file);
+else if (mode === "profile" && file) profile(file);
+else {
+  console.error("usage: bench/stall-report.ts sched <perf.data> | profile <file.cpuprofile>");
+  process.exit(2);
+}
