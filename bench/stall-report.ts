@@ -5,6 +5,9 @@
  * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`) as CPU time
  *   per thread on the core, its stretches over 1 ms, and how long the request thread (the first
  *   `bun.exe` thread woken) waited behind another thread, by that thread's name.
+ * - `npx bun bench/stall-report.ts gc <server log>`: the collections `BUN_JSC_logGC=1` logged (run
+ *   tail-variants with `TAIL_LOG_DIR`), per heap (the request thread's, the database thread's) and
+ *   kind, with their pauses.
  * - `npx bun bench/stall-report.ts profile <file.cpuprofile>`: the request thread's profile
  *   (`PROFILE_DIR`, best with `BENCH_PROFILE_INTERVAL_US=100`) as its busy stretches over 2.5 ms
  *   (samples less than 0.5 ms apart) and the outermost project frames found in them.
@@ -131,10 +134,37 @@ function profile(file: string): void {
   for (const [key, n] of [...found].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${n} ${key}`);
 }
 
+function gc(file: string): void {
+  const heaps = new Map<string, { kind: string; ends: { kind: string; sizeKb: number; pauseMs: number }[] }>();
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const start = /GC<(0x[0-9a-f]+)>: START M \d+kb => (\w+)/.exec(line);
+    if (start) {
+      const heap = heaps.get(start[1] as string) ?? { kind: "", ends: [] };
+      heap.kind = start[2] as string;
+      heaps.set(start[1] as string, heap);
+    }
+    const end = /GC<(0x[0-9a-f]+)>: .*=> (\d+)kb, p=([0-9.]+)ms \(max [0-9.]+\), cycle [0-9.]+ms END/.exec(line);
+    const heap = end ? heaps.get(end[1] as string) : undefined;
+    if (end && heap) heap.ends.push({ kind: heap.kind, sizeKb: Number(end[2]), pauseMs: Number(end[3]) });
+  }
+  for (const [id, heap] of heaps) {
+    for (const kind of ["EdenCollection", "FullCollection"]) {
+      const ends = heap.ends.filter((e) => e.kind === kind);
+      if (ends.length === 0) continue;
+      const pauses = ends.map((e) => e.pauseMs);
+      const mean = pauses.reduce((a, b) => a + b, 0) / pauses.length;
+      console.log(
+        `heap ${id} (${Math.round((ends[ends.length - 1]?.sizeKb ?? 0) / 1024)} MB after the last): ${ends.length} ${kind}s, pauses ${Math.min(...pauses).toFixed(1)}–${Math.max(...pauses).toFixed(1)} ms, mean ${mean.toFixed(2)} ms`,
+      );
+    }
+  }
+}
+
 const [mode, file] = process.argv.slice(2);
 if (mode === "sched" && file) sched(file);
+else if (mode === "gc" && file) gc(file);
 else if (mode === "profile" && file) profile(file);
 else {
-  console.error("usage: bench/stall-report.ts sched <perf.data> | profile <file.cpuprofile>");
+  console.error("usage: bench/stall-report.ts sched <perf.data> | gc <server log> | profile <file.cpuprofile>");
   process.exit(2);
 }
