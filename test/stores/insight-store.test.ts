@@ -126,6 +126,32 @@ storeContract<World>(
       ).toEqual([]);
     });
 
+    it("adds a flush of 1,500 endings in one call, names past ASCII and quotes kept as sent", async () => {
+      const { store } = world();
+      // A week after the other tests' minutes, so only these rows are read back.
+      const T1 = T0 + 7 * DAY;
+      const rows = Array.from({ length: 1_500 }, (_, i) =>
+        row(key("paywall", `wall ${i} «été» 'q' "d"`, "", i % 2 === 0 ? "deny" : "allow"), T1, i + 1),
+      );
+      await store.addDecisionCounts(rows);
+      await store.addDecisionCounts(rows.slice(0, 10));
+      const minutes = await store.decisionBuckets({
+        tenantId: "t",
+        siteId: "s",
+        grain: "minute",
+        from: T1,
+        to: T1 + MIN,
+      });
+      expect(minutes.length).toBe(1_500);
+      const byOutcome = new Map(minutes.map((b) => [b.outcome, b]));
+      expect(byOutcome.get(`wall 0 «été» 'q' "d"`)?.count).toBe(2);
+      expect(byOutcome.get(`wall 9 «été» 'q' "d"`)?.count).toBe(20);
+      expect(byOutcome.get(`wall 10 «été» 'q' "d"`)?.count).toBe(11);
+      expect(byOutcome.get(`wall 1499 «été» 'q' "d"`)?.count).toBe(1_500);
+      expect(byOutcome.get(`wall 1 «été» 'q' "d"`)?.verdict).toBe("allow");
+      expect(minutes.reduce((sum, b) => sum + b.count, 0)).toBe((1_500 * 1_501) / 2 + 55);
+    });
+
     it("adds up the deltas of two processes counting the same decisions", async () => {
       const { store } = world();
       const checked = validateSiteDocument(basicDocument());
