@@ -9,18 +9,11 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runMemory } from "./memory";
-import { cleanupAll } from "./proc";
+import { cleanupAll, rssMb } from "./proc";
 import { startDecideServer } from "./server";
 import { issueKeys, setupSite, signArticles } from "./workload";
 
 const subjects = Number(process.argv[2] ?? 1_000_000);
-
-function statusKb(pid: number, field: string): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith(`${field}:`));
-  return Number(line?.split(/\s+/)[1] ?? Number.NaN);
-}
 
 /** The anonymous mappings with the most resident KB: [KB, size in MB, range]. */
 function largestAnon(pid: number, top = 6): string[] {
@@ -77,7 +70,7 @@ try {
     await Bun.sleep(gap * 1000);
     after += gap;
     console.log(
-      `+${after} s: RssAnon ${(statusKb(server.pid, "RssAnon") / 1024).toFixed(1)} MB, RssFile ${(statusKb(server.pid, "RssFile") / 1024).toFixed(1)} MB,`,
+      `+${after} s: RssAnon ${rssMb(server.pid, "RssAnon").toFixed(1)} MB, RssFile ${rssMb(server.pid, "RssFile").toFixed(1)} MB,`,
       JSON.stringify(await heap(server.url, token)),
     );
   }

@@ -87,7 +87,7 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** Resident memory of a live process in MB (VmRSS from /proc/<pid>/status; VmHWM for the peak). */
-export function rssMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
+export function rssMb(pid: number, field: "VmRSS" | "VmHWM" | "RssAnon" | "RssFile" = "VmRSS"): number {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "latin1");
     const match = status.match(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m"));

@@ -49,7 +49,11 @@ function sched(file: string): void {
     if (!("nextTid" in e)) continue;
     names.set(e.prevTid, e.prevName);
     names.set(e.nextTid, e.nextName);
-    if (running !== undefined) runs.set(running, [...(runs.get(running) ?? []), e.at - since]);
+    if (running !== undefined) {
+      const list = runs.get(running) ?? [];
+      list.push(e.at - since);
+      runs.set(running, list);
+    }
     running = e.nextTid;
     since = e.at;
   }
@@ -72,7 +76,9 @@ function sched(file: string): void {
     if (!("nextTid" in e)) continue;
     if (e.prevTid === main && e.prevState.startsWith("R")) out = { at: e.at, by: e.nextName };
     else if (e.nextTid === main && out !== undefined) {
-      behind.set(out.by, [...(behind.get(out.by) ?? []), e.at - out.at]);
+      const waits = behind.get(out.by) ?? [];
+      waits.push(e.at - out.at);
+      behind.set(out.by, waits);
       out = undefined;
     }
   }

@@ -10,8 +10,6 @@
  * for it (tens of milliseconds for a heap of a few hundred MB), which is why it waits for quiet.
  */
 export interface IdleCollection {
-  /** Collections run so far. */
-  readonly runs: number;
   /** Looks now (the timer calls it every `quietMs / 2`). */
   check(): void;
   stop(): void;
@@ -39,7 +37,6 @@ export function collectWhenIdle(answered: () => number, options: IdleCollectionO
   let seen = answered();
   let changedAt = now();
   let atLastRun = seen;
-  let runs = 0;
   const check = () => {
     const count = answered();
     const at = now();
@@ -50,16 +47,12 @@ export function collectWhenIdle(answered: () => number, options: IdleCollectionO
     }
     if (at - changedAt >= quietMs && count - atLastRun >= minRequests) {
       atLastRun = count;
-      runs++;
       collect();
     }
   };
   const timer = options.timer === false ? undefined : setInterval(check, Math.max(1, quietMs / 2));
   timer?.unref();
   return {
-    get runs() {
-      return runs;
-    },
     check,
     stop: () => clearInterval(timer),
   };

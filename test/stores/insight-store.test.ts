@@ -135,6 +135,8 @@ storeContract<World>(
       );
       await store.addDecisionCounts(rows);
       await store.addDecisionCounts(rows.slice(0, 10));
+      // An empty flush is a no-op, not a statement with empty arrays.
+      await store.addDecisionCounts([]);
       const minutes = await store.decisionBuckets({
         tenantId: "t",
         siteId: "s",
