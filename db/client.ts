@@ -52,6 +52,12 @@ export async function openDatabase(options: {
   dataDir?: string;
   /** The committed migrations by default; an upgrade test passes a folder of the earlier ones. */
   migrationsFolder?: string;
+  /**
+   * An in-memory store (dataDir ":memory:") starts from this dump (`dump()`, PGlite's
+   * `dumpDataDir`) instead of empty: tests open their databases from one migrated template in
+   * about 0.4 s instead of an initdb and the migrations' 3 s. Migrations still run after.
+   */
+  from?: Uint8Array;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
   onProgress?: (message: string, fields: Record<string, unknown>) => void;
   /**
@@ -131,7 +137,7 @@ export async function openDatabase(options: {
       privateTree(folder);
     }
     // PGlite runs in its own thread: its work never blocks the thread that serves requests.
-    client = await PGliteThread.open(folder, EMBEDDED_SETTINGS);
+    client = await PGliteThread.open(folder, EMBEDDED_SETTINGS, folder === null ? options.from : undefined);
   } catch (error) {
     lock?.release();
     throw error;

@@ -9,7 +9,7 @@
  * commits or rolls back (statements from outside it wait their turn).
  */
 type Request =
-  | { op: "open"; folder: string | null; settings: string[] }
+  | { op: "open"; folder: string | null; settings: string[]; dump?: Uint8Array }
   | { op: "query"; sql: string; params: unknown[] | string; rowMode: "array" | "object" }
   | { op: "dump" }
   | { op: "close" };
@@ -58,11 +58,14 @@ export class PGliteThread {
     };
   }
 
-  /** Starts the thread and opens the folder (null: in memory). */
-  static async open(folder: string | null, settings: string[] = []): Promise<PGliteThread> {
+  /**
+   * Starts the thread and opens the folder (null: in memory, empty or, given `dump`, loaded from
+   * PGlite's dump of a data folder).
+   */
+  static async open(folder: string | null, settings: string[] = [], dump?: Uint8Array): Promise<PGliteThread> {
     const thread = new PGliteThread();
     try {
-      await thread.send({ op: "open", folder, settings });
+      await thread.send({ op: "open", folder, settings, dump });
     } catch (error) {
       thread.worker.terminate();
       throw error;

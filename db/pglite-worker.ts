@@ -92,7 +92,7 @@ self.onmessage = async (event: MessageEvent<ThreadRequest>) => {
       case "open": {
         client =
           request.folder === null
-            ? new PGlite()
+            ? new PGlite(request.dump === undefined ? {} : { loadDataDir: new Blob([request.dump]) })
             : new PGlite(request.folder, { startParams: [...PGlite.defaultStartParams, ...request.settings] });
         await client.waitReady;
         // Opening leaves about 25 MB of garbage (the unpacked file bundle, the compile): drop it now.
