@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { sql } from "drizzle-orm";
 import fc from "fast-check";
+import { rowsOf } from "../../db/client";
 import { storeKinds } from "../helpers/databases";
 import { describeCase, type FuzzCase, inWorld, PLACEHOLDERS, requestArb, shown, toRequest } from "./requests";
 import { ROUTES, type RouteSpec, routeName } from "./route-table";
@@ -101,6 +103,27 @@ describe.each(storeKinds)("fuzz: every route on the %s store", (kind) => {
     const listed = ROUTES.map(routeName).sort();
     expect({ notFuzzed: served.filter((r) => !listed.includes(r)) }).toEqual({ notFuzzed: [] });
     expect({ notServed: listed.filter((r) => !served.includes(r)) }).toEqual({ notServed: [] });
+  });
+
+  it("fingerprints a committed write to a table, and not one rolled back", async () => {
+    const db = fw.h.deps.database.db;
+    const before = await fw.fingerprint();
+    await db
+      .transaction(async (tx) => {
+        await tx.execute(sql`update tenants set public_url = 'https://rolled.example' where id = 'default'`);
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    expect(await fw.fingerprint()).toEqual(before);
+    const url = rowsOf<{ u: string | null }>(
+      await db.execute(sql`select public_url as u from tenants where id = 'default'`),
+    )[0]?.u;
+    await db.execute(sql`update tenants set public_url = 'https://changed.example' where id = 'default'`);
+    const changed = await fw.fingerprint();
+    expect([...changed].filter(([t, h]) => before.get(t) !== h).map(([t]) => t)).toEqual(["tenants"]);
+    await db.execute(sql`update tenants set public_url = ${url ?? null} where id = 'default'`);
+    expect(await fw.fingerprint()).toEqual(before);
+    last = await fw.fingerprint();
   });
 
   /** One case: the failures it shows, as sentences; empty when it holds. */

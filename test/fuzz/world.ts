@@ -175,13 +175,25 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
   await h.deps.flusher.flushAll();
   await h.deps.outbox.drain();
 
-  const query = await fingerprintQuery(h);
+  const tables = await hashedTables(h);
+  await markWrites(h, tables);
+  /** What the last hashing found, table by table. */
+  let hashed: Map<string, string> | null = null;
   return {
     h,
     world,
     async fingerprint() {
+      // Only the tables a committed statement may have written to since the last hashing.
+      const dirty = rowsOf<{ t: string }>(
+        await h.deps.database.db.execute(sql.raw("delete from fuzz_dirty returning t")),
+      ).map((r) => r.t);
+      const again = hashed === null ? [...tables.keys()] : dirty.filter((t) => tables.has(t));
+      if (hashed !== null && again.length === 0) return hashed;
+      const query = again.map((t) => hashOf(t, tables.get(t) as string[])).join(" union all ");
       const rows = rowsOf<{ t: string; h: string }>(await h.deps.database.db.execute(sql.raw(query)));
-      return new Map(rows.map((r) => [r.t, r.h]));
+      // A new map each time: the suite compares the one before a request with the one after.
+      hashed = new Map([...(hashed ?? []), ...rows.map((r): [string, string] => [r.t, r.h])]);
+      return hashed;
     },
     async stop() {
       await h.stop();
@@ -193,13 +205,41 @@ export async function buildWorld(kind: StoreKind): Promise<FuzzWorld> {
   };
 }
 
-/** One query that hashes every table's rows (and counts them), drizzle's own bookkeeping aside. */
-async function fingerprintQuery(h: Harness): Promise<string> {
+/**
+ * A statement trigger on each hashed table marks it in `fuzz_dirty` (in the writer's own
+ * transaction, so a rolled-back write leaves no mark, as it leaves no change), where an insert,
+ * delete, truncate or update of a hashed column ran. The fingerprint hashes again only the
+ * tables marked since the last one: hashing every table after every case was most of a case's
+ * time, and most cases write nothing or one table.
+ */
+async function markWrites(h: Harness, tables: ReadonlyMap<string, readonly string[]>): Promise<void> {
+  const statements = [
+    "create unlogged table fuzz_dirty (t text primary key)",
+    "create function fuzz_wrote() returns trigger language plpgsql as $$ begin " +
+      "insert into fuzz_dirty values (TG_TABLE_NAME) on conflict do nothing; return null; end $$",
+    ...[...tables].map(
+      ([t, columns]) =>
+        `create trigger fuzz_wrote after insert or delete or truncate or update of ${columns.join(", ")} on "${t}" ` +
+        "for each statement execute function fuzz_wrote()",
+    ),
+  ];
+  for (const statement of statements) await h.deps.database.db.execute(sql.raw(statement));
+}
+
+/** One table's rows, counted and hashed. */
+const hashOf = (table: string, columns: readonly string[]) =>
+  `select '${table}' as t, count(*)::text || ':' || coalesce(md5(string_agg(x, E'\\n' order by x)), '') as h ` +
+  `from (select row(${columns.join(", ")})::text as x from "${table}") s`;
+
+/** Every table's hashed columns (quoted), drizzle's own bookkeeping and what may change by design aside. */
+async function hashedTables(h: Harness): Promise<Map<string, string[]>> {
   const columns = rowsOf<{ table_name: string; column_name: string }>(
     await h.deps.database.db.execute(
       sql.raw(
-        "select table_name, column_name from information_schema.columns where table_schema = 'public' " +
-          "and table_name not like '%drizzle%' order by table_name, ordinal_position",
+        "select c.table_name, c.column_name from information_schema.columns c " +
+          "join pg_tables p on p.schemaname = c.table_schema and p.tablename = c.table_name " +
+          "where c.table_schema = 'public' and c.table_name not like '%drizzle%' " +
+          "order by c.table_name, c.ordinal_position",
       ),
     ),
   );
@@ -208,11 +248,5 @@ async function fingerprintQuery(h: Harness): Promise<string> {
     if (COUNTED_ANYWAY.has(`${t}.${c}`) || LIMITER_TABLES.has(t)) continue;
     byTable.set(t, [...(byTable.get(t) ?? []), `"${c}"`]);
   }
-  return [...byTable]
-    .map(
-      ([table, cols]) =>
-        `select '${table}' as t, count(*)::text || ':' || coalesce(md5(string_agg(x, E'\\n' order by x)), '') as h ` +
-        `from (select row(${cols.join(", ")})::text as x from "${table}") s`,
-    )
-    .join(" union all ");
+  return byTable;
 }

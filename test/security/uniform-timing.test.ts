@@ -75,7 +75,11 @@ async function writesOf(h: Harness, tables: readonly string[], call: () => Promi
   return Object.fromEntries(tables.map((t) => [t, (after[t] ?? 0) - (before[t] ?? 0)]));
 }
 
-/** Holds the job queue's kicks while `fn` runs; the handed-off jobs then run. */
+/**
+ * Holds the job queue's kicks while `fn` runs; the handed-off jobs then run when the test says.
+ * The queue's once-a-second pass is stopped for the whole describe (`beforeAll`): on a loaded
+ * machine it ran them between two of the test's counts.
+ */
 async function withQueueHeld<T>(h: Harness, fn: () => Promise<T>): Promise<T> {
   const kick = h.deps.jobs.kick;
   h.deps.jobs.kick = () => {};
@@ -116,6 +120,7 @@ describe.each(storeKinds)("answers that do not tell who exists, by their time (%
         mailTransport: smtpTransport(smtp.url, "Console <console@example.com>"),
         mailBudgets: roomyMailBudgets,
       });
+      await h.deps.jobs.stop();
       await seedSite(h, "news", basicDocument());
       expect(
         (await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" }))
@@ -184,6 +189,7 @@ describe.each(storeKinds)("answers that do not tell who exists, by their time (%
 
     beforeAll(async () => {
       w = await newsletterWorld(kind, { vendor: false, mailBudgets: roomyMailBudgets });
+      await w.h.deps.jobs.stop();
       daily = (await w.lists()).daily;
       // The member: already subscribed to the double opt-in list the requests name.
       const held = await w.person("held@example.com");
