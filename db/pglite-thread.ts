@@ -9,7 +9,7 @@
  * commits or rolls back (statements from outside it wait their turn).
  */
 type Request =
-  | { op: "open"; folder: string | null; settings: string[]; dump?: Uint8Array }
+  | { op: "open"; folder: string | null; settings: string[]; dump?: Uint8Array; collectAfter?: number }
   | { op: "query"; sql: string; params: unknown[] | string; rowMode: "array" | "object" }
   | { op: "dump" }
   | { op: "close" };
@@ -60,12 +60,17 @@ export class PGliteThread {
 
   /**
    * Starts the thread and opens the folder (null: in memory, empty or, given `dump`, loaded from
-   * PGlite's dump of a data folder).
+   * PGlite's dump of a data folder). `collectAfter`: the work between the thread's full
+   * collections (db/pglite-worker.ts's COLLECT_AFTER by default).
    */
-  static async open(folder: string | null, settings: string[] = [], dump?: Uint8Array): Promise<PGliteThread> {
+  static async open(
+    folder: string | null,
+    settings: string[] = [],
+    options: { dump?: Uint8Array; collectAfter?: number } = {},
+  ): Promise<PGliteThread> {
     const thread = new PGliteThread();
     try {
-      await thread.send({ op: "open", folder, settings, dump });
+      await thread.send({ op: "open", folder, settings, ...options });
     } catch (error) {
       thread.worker.terminate();
       throw error;

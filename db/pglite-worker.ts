@@ -34,10 +34,12 @@ let client: PGlite | null = null;
  * and out of its WebAssembly memory), and this thread's collector let it pile up: 1,000 small
  * statements grew the process by about 190 MB, 100 flush-sized ones by about 270 MB. So the thread
  * counts the work since its last full collection (one unit per statement, one more per 4 KB of
- * parameters and per 64 rows) and collects at COLLECT_AFTER units, here, where the request thread
+ * parameters and per 64 rows) and collects at COLLECT_AFTER units (unless opened with another), here, where the request thread
  * never waits for it.
  */
 const COLLECT_AFTER = 64;
+/** COLLECT_AFTER, unless the opener asked for another (tests: fewer collections, more memory). */
+let collectAfter = COLLECT_AFTER;
 /** And once statements stop coming for this long, what is left of it (no garbage stays idle). */
 const QUIET_MS = 1_000;
 let work = 0;
@@ -50,7 +52,7 @@ function collectNow(): void {
 }
 function collectNowAndThen(paramChars: number, rows: number): void {
   work += 1 + paramChars / 4096 + rows / 64;
-  if (work >= COLLECT_AFTER) collectNow();
+  if (work >= collectAfter) collectNow();
   else quiet.refresh();
 }
 
@@ -90,6 +92,7 @@ self.onmessage = async (event: MessageEvent<ThreadRequest>) => {
   try {
     switch (request.op) {
       case "open": {
+        collectAfter = request.collectAfter ?? COLLECT_AFTER;
         client =
           request.folder === null
             ? new PGlite(request.dump === undefined ? {} : { loadDataDir: new Blob([request.dump]) })
