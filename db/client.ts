@@ -54,14 +54,15 @@ export async function openDatabase(options: {
   migrationsFolder?: string;
   /**
    * An in-memory store (dataDir ":memory:") starts from this dump (`dump()`, PGlite's
-   * `dumpDataDir`) instead of empty: tests open their databases from one migrated template in
-   * about 0.4 s instead of an initdb and the migrations' 3 s. Migrations still run after.
+   * `dumpDataDir`) instead of empty: tests open their databases from one migrated template
+   * instead of an initdb and the migrations each (docs/architecture.md, "Test tiers").
+   * Migrations still run after.
    */
   from?: Uint8Array;
   /**
    * The embedded thread's work between two full collections (db/pglite-worker.ts's COLLECT_AFTER
-   * by default, which holds the server's memory down): tests ask for fewer, which halves a
-   * statement's cost (0.8 to 0.4 ms) for more memory while a test file runs.
+   * by default, which holds the server's memory down): tests ask for fewer collections, for
+   * cheaper statements at the cost of more memory while a test file runs.
    */
   collectAfter?: number;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */

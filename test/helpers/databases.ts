@@ -8,9 +8,9 @@ export type StoreKind = "embedded" | "server";
 export const storeKinds: StoreKind[] = process.env.DATABASE_URL ? ["embedded", "server"] : ["embedded"];
 
 /**
- * The embedded thread collects its garbage after this much work in tests (the server: 64), for
- * half a statement's cost: the fuzz file took 47 s at 64 and 36 s at 1,024, peaking at 0.96
- * and 1.02 GB (38 s and 1.66 GB without collecting).
+ * The embedded thread collects its garbage after this much work in tests (the server: 64): a
+ * statement costs about half as much, for a little more memory (docs/architecture.md, "Test
+ * tiers").
  */
 const TEST_COLLECT_AFTER = 1_024;
 
@@ -18,8 +18,7 @@ let template: Promise<Uint8Array> | null = null;
 
 /**
  * One migrated embedded database's dump per test process, taken at its first fresh database:
- * each next one loads it (about 0.4 s) instead of an initdb and the migrations (about 3 s, most
- * of a route test file's start on the 2-core machine).
+ * each next one loads it instead of running an initdb and the migrations again.
  */
 function migratedTemplate(): Promise<Uint8Array> {
   template ??= (async () => {
