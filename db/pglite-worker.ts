@@ -34,8 +34,8 @@ let client: PGlite | null = null;
  * and out of its WebAssembly memory), and this thread's collector let it pile up: 1,000 small
  * statements grew the process by about 190 MB, 100 flush-sized ones by about 270 MB. So the thread
  * counts the work since its last full collection (one unit per statement, one more per 4 KB of
- * parameters and per 64 rows) and collects at COLLECT_AFTER units (unless opened with another), here, where the request thread
- * never waits for it.
+ * parameters and per 64 rows) and collects at COLLECT_AFTER units (unless opened with another),
+ * here, where the request thread never waits for it.
  */
 const COLLECT_AFTER = 64;
 /** COLLECT_AFTER, unless the opener asked for another (tests: fewer collections, more memory). */

@@ -30,7 +30,11 @@ function migratedTemplate(): Promise<Uint8Array> {
     } finally {
       await first.close();
     }
-  })();
+  })().catch((error: unknown) => {
+    // A failed template fails this caller only: the next one makes it again.
+    template = null;
+    throw error;
+  });
   return template;
 }
 
