@@ -75,6 +75,9 @@ export async function openDatabase(options: {
 }): Promise<Database> {
   const migrationsFolder = options.migrationsFolder ?? MIGRATIONS_FOLDER;
   const progress = options.onProgress ?? (() => {});
+  if (options.from !== undefined && (options.url || (options.dataDir ?? ":memory:") !== ":memory:")) {
+    throw new Error('a dump opens only an in-memory store (dataDir ":memory:"), not a server or a data folder');
+  }
   if (options.url) {
     const client = postgres(options.url, { max: 10, onnotice: () => {}, ...SERVER_CONNECTION_SETTINGS });
     // The gate's probe has a connection of its own (opened only while probing, closed when idle):
@@ -145,7 +148,7 @@ export async function openDatabase(options: {
     }
     // PGlite runs in its own thread: its work never blocks the thread that serves requests.
     client = await PGliteThread.open(folder, EMBEDDED_SETTINGS, {
-      dump: folder === null ? options.from : undefined,
+      dump: options.from,
       collectAfter: options.collectAfter,
     });
   } catch (error) {
