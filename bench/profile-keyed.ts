@@ -58,9 +58,15 @@ try {
 }
 const file = join(profileDir, readdirSync(profileDir)[0] as string);
 // The window: the last `seconds` (and a second) of the profile, the measured load.
-const summary = summariseProfile(file, 30, -(seconds + 1));
+const summary = summariseProfile(file, Number(process.env.PROFILE_TOP ?? 30), -(seconds + 1));
 console.log(`${summary.total_ms} ms sampled in the window; self time per function, highest first:`);
 for (const e of summary.top) {
   console.log(`${String(e.self_pct).padStart(5)}%  ${e.function} (${e.location})  from ${e.called_from}`);
+}
+// PROFILE_INCLUSIVE=1: the project's functions by inclusive time too.
+if (process.env.PROFILE_INCLUSIVE) {
+  console.log("inclusive time per project function, highest first:");
+  for (const e of summary.inclusive.slice(0, 40))
+    console.log(`${String(e.total_pct).padStart(5)}%  ${e.function} (${e.location})`);
 }
 await cleanupAll();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { connect } from "node:net";
 import { listen } from "../../../src/app";
 import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
 import type { RequestHead } from "../../../src/http/h1/head";
@@ -7,7 +8,7 @@ import { requestIdFor } from "../../../src/http/request-id";
 import { basicDocument } from "../../fixtures/documents";
 import { freshDatabase } from "../../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../../helpers/harness";
-import { send } from "./wire";
+import { readAnswers, send } from "./wire";
 
 const head = (headers: [string, string][], method = "POST"): RequestHead => ({
   method,
@@ -139,4 +140,49 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     expect(wire.answers[2]?.headers.connection).toBe("close");
     expect(wire.closed).toBe(true);
   });
+
+  it("keeps every answer whole and in order for a client that reads only after it has sent them all", async () => {
+    // Enough answers to fill the socket's buffers while the client does not read: the server's
+    // writes come back short, its answers wait as copies, and it stops reading until they drain.
+    const count = 8_000;
+    const keys: string[] = [];
+    for (let k = 0; k < 4; k++) {
+      const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: `slow reader ${k}` });
+      keys.push(((await issued.json()) as { key: string }).key);
+    }
+    const requests: string[] = [];
+    for (let i = 0; i < count; i++) {
+      // Explained, so each answer is near a kilobyte: 7 MB in all, past what the kernel buffers hold.
+      const body = JSON.stringify({ userId: `slow-${i % 50}`, features: ["section", "teaser"], explain: true });
+      const extra = `x-request-id: slow-${i}\r\n${i === count - 1 ? "connection: close\r\n" : ""}`;
+      requests.push(decideBytes(body, extra).replace(`x-api-key: ${key}`, `x-api-key: ${keys[i % 4]}`));
+    }
+    const received = await new Promise<Buffer>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      const socket = connect({ port, host: "127.0.0.1" });
+      socket.pause();
+      socket.on("connect", () => {
+        socket.write(requests.join(""));
+        setTimeout(() => socket.resume(), 500);
+      });
+      socket.on("data", (chunk: Buffer) => parts.push(chunk));
+      socket.on("close", () => resolve(Buffer.concat(parts)));
+      socket.on("error", reject);
+    });
+    expect(received.byteLength).toBeGreaterThan(6 * 1024 * 1024);
+    const wire = readAnswers(received, true);
+    expect(wire.answers).toHaveLength(count);
+    // A key's rate may refuse some (429, written by the general path between hot answers).
+    let decided = 0;
+    for (let i = 0; i < count; i++) {
+      const answer = wire.answers[i];
+      expect(answer?.headers["x-request-id"]).toBe(`slow-${i}`);
+      const body = JSON.parse(answer?.body.toString("utf8") ?? "");
+      if (answer?.status === 200) {
+        decided++;
+        expect(body.explain.section.outcome).toBe("other");
+      } else expect([answer?.status, body.error.code]).toEqual([429, "rate_limited"]);
+    }
+    expect(decided).toBeGreaterThan(7_000);
+  }, 60_000);
 });

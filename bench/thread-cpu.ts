@@ -1,0 +1,115 @@
+/**
+ * Keyed decide's server CPU per request, thread by thread: `npx bun bench/thread-cpu.ts [seconds]`.
+ *
+ * Starts svc on CPU 0 (embedded store unless DATABASE_URL; SVC_HTTP_SERVER, h1 by default; more
+ * server environment as JSON in SERVER_ENV), deploys the bench site, issues 300 keys, warms it
+ * with wrk for 5 s on CPU 1, then loads it for `seconds` (10) as the pinned bench's svc rows are
+ * loaded, and prints each of the server's threads' CPU µs per request over that window (utime +
+ * stime of /proc/<pid>/task/<tid>/stat), grouped by thread name.
+ */
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cleanupAll } from "./proc";
+import { writeLoadFiles } from "./saturation";
+import { startDecideServer } from "./server";
+import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
+import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
+import { runWrk } from "./wrk";
+
+const CLK_TCK = 100;
+const seconds = Number(process.argv[2] ?? 10);
+
+/** CPU seconds per thread name (threads of one name summed). */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const cpu = (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+      out.set(name, (out.get(name) ?? 0) + cpu);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+const work = mkdtempSync(join(tmpdir(), "svc-threads-"));
+const server = await startDecideServer({
+  label: "threads",
+  cpus: "0",
+  databaseUrl: process.env.DATABASE_URL,
+  // LOG_FILE: everything the server prints (with SERVER_ENV='{"BUN_JSC_logGC":"1"}', its collections).
+  logFile: process.env.LOG_FILE,
+  env: { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER ?? "h1", ...JSON.parse(process.env.SERVER_ENV ?? "{}") },
+});
+try {
+  await setupSite(server, work);
+  const keys = await issueKeys(server, 300, "threads");
+  const bodies = buildBodies({
+    count: 20_000,
+    articles: signArticles(2_000, Date.now()),
+    optional: optionalFeatures(buildBenchSite()),
+    devices: 5_000,
+    users: [],
+    seed: 12,
+  });
+  const files = writeLoadFiles(work, keys, bodies);
+  const load = (durationS: number) =>
+    runWrk({
+      url: server.url,
+      threads: 1,
+      connections: 64,
+      durationS,
+      ...files,
+      site: BENCH_SITE,
+      workDir: work,
+      cpus: "1",
+    });
+  await load(5);
+  // PERF_OUT=<file>: a `perf record` of the server (all threads, call graphs) over the window.
+  const perf = process.env.PERF_OUT
+    ? Bun.spawn(
+        [
+          "perf",
+          "record",
+          "-q",
+          "-e",
+          "cpu-clock",
+          "-F",
+          "2999",
+          "-g",
+          "-p",
+          String(server.pid),
+          "-o",
+          process.env.PERF_OUT,
+        ],
+        {
+          stdout: "ignore",
+          stderr: "inherit",
+        },
+      )
+    : undefined;
+  const before = threadCpu(server.pid);
+  const measured = await load(seconds);
+  const after = threadCpu(server.pid);
+  if (perf !== undefined) {
+    perf.kill("SIGINT");
+    await perf.exited;
+  }
+  const requests = measured.rps * seconds;
+  console.log(`${measured.rps} req/s over ${seconds} s; server CPU µs per request by thread:`);
+  let total = 0;
+  const rows = [...after].map(([name, cpu]) => [name, ((cpu - (before.get(name) ?? 0)) * 1e6) / requests] as const);
+  for (const [name, us] of rows.sort((a, b) => b[1] - a[1])) {
+    total += us;
+    if (us > 0) console.log(`${us.toFixed(1).padStart(7)}  ${name}`);
+  }
+  console.log(`${total.toFixed(1).padStart(7)}  all`);
+} finally {
+  await server.stop();
+  await cleanupAll();
+}
