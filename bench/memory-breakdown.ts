@@ -48,7 +48,8 @@ async function heap(url: string, token: string): Promise<Record<string, number>>
 }
 
 const work = mkdtempSync(join(tmpdir(), "memory-breakdown-"));
-const server = await startDecideServer({ label: "memory-breakdown" });
+// DATABASE_URL: the server store (a fresh database on that server), to see the embedded store's share.
+const server = await startDecideServer({ label: "memory-breakdown", databaseUrl: process.env.DATABASE_URL });
 try {
   const optional = await setupSite(server, work);
   const keys = await issueKeys(server, 200, "memory");

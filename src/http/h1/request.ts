@@ -4,21 +4,28 @@ import type { RequestHead } from "./head";
 
 const utf8 = Buffer.prototype.toString as (this: Uint8Array, encoding: "utf8", start: number, end: number) => string;
 
+/**
+ * A field's value read by its lower-case `name`, as `Headers.get` reads it: null when absent, a
+ * repeated field's values joined with ", ".
+ */
+export function fieldValue(fields: readonly (readonly [string, string])[], name: string): string | null {
+  let found: string | null = null;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] as readonly [string, string];
+    const sent = field[0];
+    if (sent.length === name.length && (sent === name || sent.toLowerCase() === name)) {
+      found = found === null ? field[1] : `${found}, ${field[1]}`;
+    }
+  }
+  return found;
+}
+
 /** A head's fields read by lower-case name, as `Headers.get` reads them (no copy made). */
 class HeadFields implements FieldReader {
   constructor(private readonly fields: readonly (readonly [string, string])[]) {}
 
   get(name: string): string | null {
-    let found: string | null = null;
-    const fields = this.fields;
-    for (let i = 0; i < fields.length; i++) {
-      const field = fields[i] as readonly [string, string];
-      const sent = field[0];
-      if (sent.length === name.length && (sent === name || sent.toLowerCase() === name)) {
-        found = found === null ? field[1] : `${found}, ${field[1]}`;
-      }
-    }
-    return found;
+    return fieldValue(this.fields, name);
   }
 }
 

@@ -11,7 +11,7 @@ import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } f
 import { encodeHead } from "./encode";
 import type { Refusal, RequestHead } from "./head";
 import type { Answer } from "./output";
-import { H1Request } from "./request";
+import { fieldValue, H1Request } from "./request";
 
 type Handler = NativeRoute;
 
@@ -51,15 +51,9 @@ function hostCheck(): (host: string | null | undefined) => host is string {
 /** The connection a request came on (for the peer address), kept on the request itself. */
 const PEER = Symbol("h1 connection");
 
-/** A field's value when it is sent once (a repeated one is joined, as Headers joins it). */
+/** A field's value (a repeated one is joined, as Headers joins it); undefined when absent. */
 function fieldOf(head: RequestHead, lowerName: string): string | undefined {
-  let found: string | undefined;
-  for (const [name, value] of head.headers) {
-    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
-      found = found === undefined ? value : `${found}, ${value}`;
-    }
-  }
-  return found;
+  return fieldValue(head.headers, lowerName) ?? undefined;
 }
 
 const json = { "content-type": "application/json" };
