@@ -10,16 +10,12 @@
 import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { keyedLoad } from "./keyed-load";
 import { cleanupAll } from "./proc";
 import { summariseProfile } from "./profile";
-import { writeLoadFiles } from "./saturation";
 import { startDecideServer } from "./server";
-import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
-import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
-import { runWrk } from "./wrk";
 
 const seconds = Number(process.argv[2] ?? 12);
-const work = mkdtempSync(join(tmpdir(), "svc-profile-"));
 const profileDir = mkdtempSync(join(tmpdir(), "svc-profile-out-"));
 const server = await startDecideServer({
   label: "profile",
@@ -28,28 +24,7 @@ const server = await startDecideServer({
   env: { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER ?? "h1" },
 });
 try {
-  await setupSite(server, work);
-  const keys = await issueKeys(server, 300, "profile");
-  const bodies = buildBodies({
-    count: 20_000,
-    articles: signArticles(2_000, Date.now()),
-    optional: optionalFeatures(buildBenchSite()),
-    devices: 5_000,
-    users: [],
-    seed: 12,
-  });
-  const files = writeLoadFiles(work, keys, bodies);
-  const load = (durationS: number) =>
-    runWrk({
-      url: server.url,
-      threads: 1,
-      connections: 64,
-      durationS,
-      ...files,
-      site: BENCH_SITE,
-      workDir: work,
-      cpus: "1",
-    });
+  const load = await keyedLoad(server, "profile");
   await load(5);
   const measured = await load(seconds);
   console.log(`${measured.rps} req/s over ${seconds} s`);

@@ -7,15 +7,10 @@
  * loaded, and prints each of the server's threads' CPU µs per request over that window (utime +
  * stime of /proc/<pid>/task/<tid>/stat), grouped by thread name.
  */
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { keyedLoad } from "./keyed-load";
 import { cleanupAll } from "./proc";
-import { writeLoadFiles } from "./saturation";
 import { startDecideServer } from "./server";
-import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
-import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
-import { runWrk } from "./wrk";
 
 const CLK_TCK = 100;
 const seconds = Number(process.argv[2] ?? 10);
@@ -37,7 +32,6 @@ function threadCpu(pid: number): Map<string, number> {
   return out;
 }
 
-const work = mkdtempSync(join(tmpdir(), "svc-threads-"));
 const server = await startDecideServer({
   label: "threads",
   cpus: "0",
@@ -47,28 +41,7 @@ const server = await startDecideServer({
   env: { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER ?? "h1", ...JSON.parse(process.env.SERVER_ENV ?? "{}") },
 });
 try {
-  await setupSite(server, work);
-  const keys = await issueKeys(server, 300, "threads");
-  const bodies = buildBodies({
-    count: 20_000,
-    articles: signArticles(2_000, Date.now()),
-    optional: optionalFeatures(buildBenchSite()),
-    devices: 5_000,
-    users: [],
-    seed: 12,
-  });
-  const files = writeLoadFiles(work, keys, bodies);
-  const load = (durationS: number) =>
-    runWrk({
-      url: server.url,
-      threads: 1,
-      connections: 64,
-      durationS,
-      ...files,
-      site: BENCH_SITE,
-      workDir: work,
-      cpus: "1",
-    });
+  const load = await keyedLoad(server, "threads");
   await load(5);
   // PERF_OUT=<file>: a `perf record` of the server (all threads, call graphs) over the window.
   const perf = process.env.PERF_OUT
