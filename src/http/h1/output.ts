@@ -123,13 +123,13 @@ export class Output {
     answer.status = 200;
     const at = encodeJson(json, answer, this.date());
     if (this.queue[0] === answer && this.pending.length === 0 && this.streaming === undefined && !this.ending) {
-      this.writeRange(scratch, at.start, at.end);
+      this.writeRange(at.bytes, at.start, at.end);
       answer.written?.(200);
       this.queue.shift();
       if (answer.close) this.end();
     } else {
       // An answer before it is not written yet: it waits as its own copy of the bytes.
-      answer.bytes = copy.call(scratch, at.start, at.end);
+      answer.bytes = copy.call(at.bytes, at.start, at.end);
     }
     this.flush();
   }
@@ -256,25 +256,36 @@ export class Output {
   }
 }
 
-/** Room before a JSON answer's body in `scratch` for its head (at most about 300 bytes). */
+/** Room before a JSON answer's body for its head (at most about 300 bytes). */
 const HEAD_ROOM = 1024;
-/** Where hot JSON answers are encoded; grown for a larger answer (one thread uses it at a time). */
+/** The largest `scratch` kept: a larger answer is encoded into a buffer of its own, then let go. */
+const MAX_SCRATCH = 1024 * 1024;
+/** Where hot JSON answers are encoded (one thread uses it at a time, and copies what must wait). */
 let scratch = Buffer.allocUnsafe(64 * 1024);
-const range = { start: 0, end: 0 };
+const range = { bytes: scratch as Uint8Array, start: 0, end: 0 };
 
 /**
- * Encodes a 200 of JSON into `scratch`: the body as UTF-8 after HEAD_ROOM, then its head (ASCII:
- * the request id is printable ASCII) just before it. Returns where the answer lies (a HEAD
- * request's answer ends with its head).
+ * Encodes a 200 of JSON: the body as UTF-8 after HEAD_ROOM, then its head (ASCII: the request id
+ * is printable ASCII) just before it. Returns where the answer lies (a HEAD request's answer ends
+ * with its head), in `scratch` or, for an answer too large for it, in a buffer of its own.
  */
-function encodeJson(json: string, fields: Answer, date: string): { start: number; end: number } {
+export function encodeJson(
+  json: string,
+  fields: Answer,
+  date: string,
+): { bytes: Uint8Array; start: number; end: number } {
   // A UTF-16 code unit takes at most 3 bytes of UTF-8.
   const room = HEAD_ROOM + json.length * 3;
-  if (room > scratch.length) scratch = Buffer.allocUnsafe(Math.max(room, scratch.length * 2));
-  const length = scratch.write(json, HEAD_ROOM, "utf8");
+  let bytes = scratch;
+  if (room > scratch.length) {
+    bytes = Buffer.allocUnsafe(room);
+    if (room <= MAX_SCRATCH) scratch = bytes;
+  }
+  const length = bytes.write(json, HEAD_ROOM, "utf8");
   const head = encodeJsonHead(length, fields, date);
+  range.bytes = bytes;
   range.start = HEAD_ROOM - head.length;
-  scratch.write(head, range.start, "latin1");
+  bytes.write(head, range.start, "latin1");
   range.end = fields.headOnly ? HEAD_ROOM : HEAD_ROOM + length;
   return range;
 }

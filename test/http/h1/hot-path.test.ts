@@ -3,6 +3,7 @@ import { connect } from "node:net";
 import { listen } from "../../../src/app";
 import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
 import type { RequestHead } from "../../../src/http/h1/head";
+import { type Answer, encodeJson } from "../../../src/http/h1/output";
 import { H1Request } from "../../../src/http/h1/request";
 import { requestIdFor } from "../../../src/http/request-id";
 import { basicDocument } from "../../fixtures/documents";
@@ -65,6 +66,33 @@ describe("the h1 transport's light request (keyed decide's hot path)", () => {
       const date = "Thu, 26 Nov 2026 20:00:00 GMT";
       expect(encodeJsonHead(1234, fields, date)).toBe(encodeHead(200, headers, { length: 1234 }, fields, date));
     }
+  });
+});
+
+describe("a hot JSON answer encoded once", () => {
+  const date = "Fri, 27 Nov 2026 09:00:00 GMT";
+  const fields = (headOnly: boolean) => ({ requestId: "enc-1", close: false, keepAlive10: false, headOnly }) as Answer;
+  const bytesOf = (json: string, headOnly = false) => {
+    const at = encodeJson(json, fields(headOnly), date);
+    return Buffer.from(at.bytes.subarray(at.start, at.end));
+  };
+
+  it("is its head then its UTF-8 body, as a string of both would encode, for any size", () => {
+    const small = '{"decisions":{"a":{"outcome":"on"}}}';
+    const accented = JSON.stringify({ decisions: { "café-🎉": { outcome: "on", note: "ü".repeat(100) } } });
+    // Past the largest buffer kept for encoding (1 MB of room): encoded into one of its own.
+    const large = JSON.stringify({ decisions: { big: { note: "é".repeat(600_000) } } });
+    for (const json of [small, accented, large, small]) {
+      const length = Buffer.byteLength(json, "utf8");
+      const expected = Buffer.from(encodeJsonHead(length, fields(false), date) + json, "utf8");
+      expect(bytesOf(json).equals(expected)).toBe(true);
+    }
+  });
+
+  it("ends with its head for a HEAD request, the length still the body's", () => {
+    const json = JSON.stringify({ decisions: { é: { outcome: "on" } } });
+    const head = encodeJsonHead(Buffer.byteLength(json, "utf8"), fields(true), date);
+    expect(bytesOf(json, true).toString("latin1")).toBe(head);
   });
 });
 
