@@ -5,7 +5,8 @@
  * server environment as JSON in SERVER_ENV), deploys the bench site, issues 300 keys, warms it
  * with wrk for 5 s on CPU 1, then loads it for `seconds` (10) as the pinned bench's svc rows are
  * loaded, and prints each of the server's threads' CPU µs per request over that window (utime +
- * stime of /proc/<pid>/task/<tid>/stat), grouped by thread name.
+ * stime of /proc/<pid>/task/<tid>/stat), grouped by thread name. With LOG_FILE and
+ * SERVER_ENV='{"BUN_JSC_logGC":"1"}', also the bytes the request thread allocated per request.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { keyedLoad } from "./keyed-load";
@@ -30,6 +31,23 @@ function threadCpu(pid: number): Map<string, number> {
     }
   }
   return out;
+}
+
+/**
+ * What the heap with the most eden collections (the request thread's) allocated over a window of
+ * `BUN_JSC_logGC=1` lines: each collection's size at its start less the size the one before it
+ * left. Undefined without such lines.
+ */
+function allocatedKb(log: string): { kb: number; collections: number } | undefined {
+  const heaps = new Map<string, { kb: number; collections: number; left: number | undefined }>();
+  for (const m of log.matchAll(/\[GC<(0x[0-9a-f]+)>: START M (\d+)kb => (\w+)Collection.*?=> (\d+)kb, p=/g)) {
+    const heap = heaps.get(m[1] as string) ?? { kb: 0, collections: 0, left: undefined };
+    if (heap.left !== undefined) heap.kb += Number(m[2]) - heap.left;
+    if (m[3] === "Eden") heap.collections++;
+    heap.left = Number(m[4]);
+    heaps.set(m[1] as string, heap);
+  }
+  return [...heaps.values()].sort((a, b) => b.collections - a.collections)[0];
 }
 
 const server = await startDecideServer({
@@ -66,9 +84,11 @@ try {
         },
       )
     : undefined;
+  const logFrom = process.env.LOG_FILE ? readFileSync(process.env.LOG_FILE, "latin1").length : 0;
   const before = threadCpu(server.pid);
   const measured = await load(seconds);
   const after = threadCpu(server.pid);
+  const logged = process.env.LOG_FILE ? readFileSync(process.env.LOG_FILE, "latin1").slice(logFrom) : "";
   if (perf !== undefined) {
     perf.kill("SIGINT");
     await perf.exited;
@@ -82,6 +102,13 @@ try {
     if (us > 0) console.log(`${us.toFixed(1).padStart(7)}  ${name}`);
   }
   console.log(`${total.toFixed(1).padStart(7)}  all`);
+  const allocated = allocatedKb(logged);
+  if (allocated !== undefined) {
+    console.log(
+      `the busiest heap: ${allocated.collections} eden collections in the window, ` +
+        `${((allocated.kb * 1024) / requests).toFixed(0)} bytes allocated per request`,
+    );
+  }
 } finally {
   await server.stop();
   await cleanupAll();
