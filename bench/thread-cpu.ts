@@ -56,6 +56,8 @@ const server = await startDecideServer({
   databaseUrl: process.env.DATABASE_URL,
   // LOG_FILE: everything the server prints (with SERVER_ENV='{"BUN_JSC_logGC":"1"}', its collections).
   logFile: process.env.LOG_FILE,
+  // SVC_ROOT: another checkout's server (a worktree of an earlier commit), to compare.
+  root: process.env.SVC_ROOT,
   env: { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER ?? "h1", ...JSON.parse(process.env.SERVER_ENV ?? "{}") },
 });
 try {
