@@ -16,8 +16,9 @@ import { heapStats } from "bun:jsc";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
-import { buildBodies, signArticles } from "./workload";
+import { drive, takeHandlers } from "./h1-driver";
+import { benchBodies } from "./keyed-load";
+import { BENCH_SITE, buildBenchSite } from "./site";
 
 const root = process.argv[2] ?? join(import.meta.dir, "..");
 const TOKEN = "census-operator-token-0123456789";
@@ -53,60 +54,20 @@ for (let i = 0; i < 300; i++) {
   const issued = (await admin(`/tenants/default/sites/${BENCH_SITE}/keys`, { name: `census-${i}` })) as { key: string };
   keys.push(issued.key);
 }
-const bodies = buildBodies({
-  count: 20_000,
-  articles: signArticles(2_000, Date.now()),
-  optional: optionalFeatures(buildBenchSite()),
-  devices: 5_000,
-  users: [],
-  seed: 12,
-});
-const requests = bodies.map((body, i) => {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  return Buffer.from(
+const requests = benchBodies().map((text, i) =>
+  Buffer.from(
     `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nx-svc-site-id: ${BENCH_SITE}\r\nx-api-key: ${keys[i % keys.length]}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
-  );
-});
+  ),
+);
 
 // The transport's socket handlers, taken as `listen` hands them to Bun.listen (which still listens).
-let handlers: Record<string, (socket: unknown, data?: unknown) => void> = {};
-const realListen = Bun.listen;
-(Bun as { listen: unknown }).listen = (options: { socket: typeof handlers }) => {
-  handlers = options.socket;
-  return realListen(options as never);
-};
-listen(app, deps);
-(Bun as { listen: unknown }).listen = realListen;
-
-let answered = 0;
-let ok = 0;
-const sockets = Array.from({ length: 64 }, () => ({
-  data: undefined as unknown,
-  remoteAddress: "127.0.0.1",
-  remoteFamily: "IPv4",
-  remotePort: 1,
-  write(data: Uint8Array | string, start = 0, length?: number) {
-    answered++;
-    const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-    if (bytes[start + 9] === 50) ok++; // "HTTP/1.1 2.."
-    return typeof data === "string" ? bytes.byteLength : (length ?? data.byteLength - start);
-  },
-  end() {},
-  pause() {},
-  resume() {},
-  setNoDelay() {},
-}));
-for (const socket of sockets) handlers.open?.(socket);
-
+const driver = drive(
+  takeHandlers(() => listen(app, deps), true),
+  64,
+);
 let next = 0;
-async function run(count: number): Promise<void> {
-  const goal = answered + count;
-  while (answered < goal) {
-    for (const socket of sockets) handlers.data?.(socket, requests[next++ % requests.length]);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+const run = (count: number) => driver.run(count, () => requests[next++ % requests.length] as Uint8Array);
 
 await run(60_000);
 const window = 640;
@@ -114,7 +75,7 @@ let census: { types: [string, number][]; answered: number } | undefined;
 for (let attempt = 0; attempt < 10 && census === undefined; attempt++) {
   Bun.gc(true);
   const before = heapStats();
-  const from = answered;
+  const from = driver.counts.answered;
   await run(window);
   const after = heapStats();
   if (after.heapSize < before.heapSize) continue;
@@ -122,20 +83,20 @@ for (let attempt = 0; attempt < 10 && census === undefined; attempt++) {
     .map(([type, n]) => [type, n - (before.objectTypeCounts[type] ?? 0)] as [string, number])
     .filter(([, n]) => n > 0)
     .sort((a, b) => b[1] - a[1]);
-  census = { types, answered: answered - from };
+  census = { types, answered: driver.counts.answered - from };
 }
 const cpuFrom = process.cpuUsage();
-const cpuAnswered = answered;
+const cpuAnswered = driver.counts.answered;
 await run(100_000);
 const cpu = process.cpuUsage(cpuFrom);
 if (census === undefined) console.log("every window saw a collection: no census");
 else {
   const n = census.answered;
-  console.log(`${n} requests counted (${ok} of ${answered} answers 2xx)`);
+  console.log(`${n} requests counted (${driver.counts.ok} of ${driver.counts.answered} answers 2xx)`);
   console.log(`objects per request: ${(census.types.reduce((a, [, c]) => a + c, 0) / n).toFixed(1)}`);
   for (const [type, count] of census.types.slice(0, 25)) console.log(`${(count / n).toFixed(2).padStart(8)}  ${type}`);
 }
 console.log(
-  `CPU (all threads) µs per request over 100,000: ${((cpu.user + cpu.system) / (answered - cpuAnswered)).toFixed(2)}`,
+  `CPU (all threads) µs per request over 100,000: ${((cpu.user + cpu.system) / (driver.counts.answered - cpuAnswered)).toFixed(2)}`,
 );
 process.exit(0);

@@ -9,6 +9,7 @@
  * between runs where the pinned bench moves by 15 (docs/performance.md).
  */
 import { join } from "node:path";
+import { drive, takeHandlers } from "./h1-driver";
 
 const root = process.argv[2] ?? join(import.meta.dir, "..");
 const total = Number(process.argv[3] ?? 300_000);
@@ -39,54 +40,24 @@ const route = withHotPath(
     return `${out}},"unanswered":[],"preview":false,"exposures":[]}`;
   },
 );
-let handlers: Record<string, (socket: unknown, data?: unknown) => void> = {};
-const listen = Bun.listen;
-(Bun as { listen: unknown }).listen = (options: { socket: typeof handlers }) => {
-  handlers = options.socket;
-  return { port: 0, stop() {} };
-};
-const app = {
-  config: { serve: { routes: { "/v1/decide": { POST: route } } } },
-  server: undefined,
-  fetch: () => new Response(""),
-};
-serveOverH1(app, {
-  port: 0,
-  hostname: "127.0.0.1",
-  maxRequestBodySize: 1 << 20,
-  onError: (e: Error) => console.error(e),
-});
-(Bun as { listen: unknown }).listen = listen;
-
-let answered = 0;
-const sockets = Array.from({ length: 64 }, () => ({
-  data: undefined as unknown,
-  remoteAddress: "127.0.0.1",
-  remoteFamily: "IPv4",
-  remotePort: 1,
-  write(data: Uint8Array | string, start = 0, length?: number) {
-    answered++;
-    // A string is encoded, as Bun's socket encodes it before sending; bytes are taken as they are.
-    return typeof data === "string" ? Buffer.from(data, "utf8").byteLength : (length ?? data.byteLength - start);
-  },
-  end() {},
-  pause() {},
-  resume() {},
-  setNoDelay() {},
-}));
-for (const socket of sockets) handlers.open?.(socket);
-
-async function run(requests: number): Promise<void> {
-  const goal = answered + requests;
-  while (answered < goal) {
-    for (const socket of sockets) handlers.data?.(socket, request);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-await run(50_000);
+const handlers = takeHandlers(() => {
+  const app = {
+    config: { serve: { routes: { "/v1/decide": { POST: route } } } },
+    server: undefined,
+    fetch: () => new Response(""),
+  };
+  serveOverH1(app, {
+    port: 0,
+    hostname: "127.0.0.1",
+    maxRequestBodySize: 1 << 20,
+    onError: (e: Error) => console.error(e),
+  });
+}, false);
+const driver = drive(handlers, 64);
+await driver.run(50_000, () => request);
 const before = process.cpuUsage();
-const start = answered;
-await run(total);
+const start = driver.counts.answered;
+await driver.run(total, () => request);
 const used = process.cpuUsage(before);
-console.log(((used.user + used.system) / (answered - start)).toFixed(3));
+console.log(((used.user + used.system) / (driver.counts.answered - start)).toFixed(3));
 process.exit(0);

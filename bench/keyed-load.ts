@@ -13,11 +13,9 @@ import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
 import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
 import { runWrk, type WrkResult } from "./wrk";
 
-export async function keyedLoad(server: ServerHandle, label: string): Promise<(seconds: number) => Promise<WrkResult>> {
-  const work = mkdtempSync(join(tmpdir(), `svc-${label}-`));
-  await setupSite(server, work);
-  const keys = await issueKeys(server, 300, label);
-  const bodies = buildBodies({
+/** The pinned bench's keyed decide bodies: 20,000, signed content, 5 features each, 5,000 devices. */
+export function benchBodies(): string[] {
+  return buildBodies({
     count: 20_000,
     articles: signArticles(2_000, Date.now()),
     optional: optionalFeatures(buildBenchSite()),
@@ -25,7 +23,13 @@ export async function keyedLoad(server: ServerHandle, label: string): Promise<(s
     users: [],
     seed: 12,
   });
-  const files = writeLoadFiles(work, keys, bodies);
+}
+
+export async function keyedLoad(server: ServerHandle, label: string): Promise<(seconds: number) => Promise<WrkResult>> {
+  const work = mkdtempSync(join(tmpdir(), `svc-${label}-`));
+  await setupSite(server, work);
+  const keys = await issueKeys(server, 300, label);
+  const files = writeLoadFiles(work, keys, benchBodies());
   return (seconds) =>
     runWrk({
       url: server.url,
