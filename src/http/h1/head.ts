@@ -55,7 +55,62 @@ const TARGET_FORM = /^(?:\/|\*$|[A-Za-z][A-Za-z0-9+.-]*:\/\/)/;
  * The methods served; any other token is 501 (section 3.1). CONNECT and TRACE are not: this
  * server is no proxy and echoes nothing.
  */
-const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"]);
+const METHODS = ["GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"];
+
+/**
+ * Field names most clients send on every request, as they send them. A name found here is this
+ * string, not a new one cut from the head (a request's head is otherwise a dozen new strings).
+ */
+const COMMON_NAMES = [
+  "host",
+  "Host",
+  "accept",
+  "Accept",
+  "x-api-key",
+  "connection",
+  "Connection",
+  "user-agent",
+  "User-Agent",
+  "content-type",
+  "Content-Type",
+  "x-request-id",
+  "authorization",
+  "Authorization",
+  "x-svc-site-id",
+  "content-length",
+  "Content-Length",
+  "accept-encoding",
+  "Accept-Encoding",
+  "x-forwarded-for",
+  "X-Forwarded-For",
+];
+const NAMES_BY_LENGTH: string[][] = [];
+for (const name of COMMON_NAMES) {
+  const sameLength = NAMES_BY_LENGTH[name.length] ?? [];
+  sameLength.push(name);
+  NAMES_BY_LENGTH[name.length] = sameLength;
+}
+
+/** The field name `text` holds from `start` to `end`: a common one as it is, or a new string. */
+function fieldName(text: string, start: number, end: number): string {
+  const common = NAMES_BY_LENGTH[end - start];
+  if (common !== undefined) {
+    for (let i = 0; i < common.length; i++) {
+      const name = common[i] as string;
+      if (text.startsWith(name, start)) return name;
+    }
+  }
+  return text.slice(start, end);
+}
+
+/** The method the request line starts with, when it is one served (`space`: where it ends). */
+function methodOf(text: string, space: number): string | undefined {
+  for (let i = 0; i < METHODS.length; i++) {
+    const method = METHODS[i] as string;
+    if (method.length === space && text.startsWith(method)) return method;
+  }
+  return undefined;
+}
 
 const refuse = (status: number, message: string): Refusal => ({ status, message });
 
@@ -84,19 +139,19 @@ export function parseHead(text: string): RequestHead | Refusal {
   if (!HEAD_GRAMMAR.test(text)) return diagnose(text);
   let lineEnd = text.indexOf("\r\n");
   if (lineEnd === -1) lineEnd = text.length;
-  const requestLine = text.slice(0, lineEnd);
-  if (requestLine.length > MAX_REQUEST_LINE) return refuse(414, "The request line is too long.");
-  const firstSpace = requestLine.indexOf(" ");
-  const lastSpace = requestLine.lastIndexOf(" ");
-  const method = requestLine.slice(0, firstSpace);
-  const target = requestLine.slice(firstSpace + 1, lastSpace);
-  const version = requestLine.slice(lastSpace + 1);
-  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+  if (lineEnd > MAX_REQUEST_LINE) return refuse(414, "The request line is too long.");
+  // The grammar held: method SP target SP version, with no space inside any of the three.
+  const firstSpace = text.indexOf(" ");
+  const lastSpace = text.lastIndexOf(" ", lineEnd - 1);
+  const versioned = lineEnd - lastSpace - 1 === 8;
+  const http10 = versioned && text.startsWith("HTTP/1.0", lastSpace + 1);
+  if (!http10 && !(versioned && text.startsWith("HTTP/1.1", lastSpace + 1))) {
     return refuse(505, "Only HTTP/1.1 and HTTP/1.0 are served.");
   }
-  if (!METHODS.has(method)) return refuse(501, "The request method is not implemented.");
+  const method = methodOf(text, firstSpace);
+  if (method === undefined) return refuse(501, "The request method is not implemented.");
+  const target = text.slice(firstSpace + 1, lastSpace);
   if (!TARGET_FORM.test(target)) return refuse(400, "The request target is not valid.");
-  const http10 = version === "HTTP/1.0";
   const headers: [string, string][] = [];
   let host: string | null | undefined;
   let contentLength = -1;
@@ -110,7 +165,7 @@ export function parseHead(text: string): RequestHead | Refusal {
     if (lineEnd === -1) lineEnd = text.length;
     if (headers.length === MAX_FIELDS) return refuse(431, "The request has too many header fields.");
     const colon = text.indexOf(":", start);
-    const name = text.slice(start, colon);
+    const name = fieldName(text, start, colon);
     const value = owsSlice(text, colon + 1, lineEnd);
     headers.push([name, value]);
     switch (name.length) {
