@@ -14,8 +14,11 @@ export interface RequestHead {
   readonly method: string;
   readonly target: string;
   readonly http10: boolean;
-  /** Field lines in order, names as sent, values without surrounding whitespace. */
-  readonly headers: [string, string][];
+  /**
+   * Field lines in order, flat: each name as sent, then its value without surrounding whitespace
+   * (one array for a head, not one per field).
+   */
+  readonly fields: string[];
   /** The one Host field's value; undefined when absent, null when repeated. */
   readonly host: string | null | undefined;
   /** The declared body length; -1 without Content-Length. */
@@ -152,7 +155,7 @@ export function parseHead(text: string): RequestHead | Refusal {
   if (method === undefined) return refuse(501, "The request method is not implemented.");
   const target = text.slice(firstSpace + 1, lastSpace);
   if (!TARGET_FORM.test(target)) return refuse(400, "The request target is not valid.");
-  const headers: [string, string][] = [];
+  const fields: string[] = [];
   let host: string | null | undefined;
   let contentLength = -1;
   let transferEncoding: string | undefined;
@@ -163,11 +166,11 @@ export function parseHead(text: string): RequestHead | Refusal {
   for (let start = lineEnd + 2; start < text.length; start = lineEnd + 2) {
     lineEnd = text.indexOf("\r\n", start);
     if (lineEnd === -1) lineEnd = text.length;
-    if (headers.length === MAX_FIELDS) return refuse(431, "The request has too many header fields.");
+    if (fields.length === MAX_FIELDS * 2) return refuse(431, "The request has too many header fields.");
     const colon = text.indexOf(":", start);
     const name = fieldName(text, start, colon);
     const value = owsSlice(text, colon + 1, lineEnd);
-    headers.push([name, value]);
+    fields.push(name, value);
     switch (name.length) {
       case 4:
         if (name.toLowerCase() === "host") host = host === undefined ? value : null;
@@ -220,7 +223,7 @@ export function parseHead(text: string): RequestHead | Refusal {
     method,
     target,
     http10,
-    headers,
+    fields,
     host,
     contentLength,
     chunked,

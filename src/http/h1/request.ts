@@ -5,16 +5,15 @@ import type { RequestHead } from "./head";
 const utf8 = Buffer.prototype.toString as (this: Uint8Array, encoding: "utf8", start: number, end: number) => string;
 
 /**
- * A field's value read by its lower-case `name`, as `Headers.get` reads it: null when absent, a
- * repeated field's values joined with ", ".
+ * A field's value read by its lower-case `name` from a head's flat fields (name, value, ...), as
+ * `Headers.get` reads it: null when absent, a repeated field's values joined with ", ".
  */
-export function fieldValue(fields: readonly (readonly [string, string])[], name: string): string | null {
+export function fieldValue(fields: readonly string[], name: string): string | null {
   let found: string | null = null;
-  for (let i = 0; i < fields.length; i++) {
-    const field = fields[i] as readonly [string, string];
-    const sent = field[0];
+  for (let i = 0; i < fields.length; i += 2) {
+    const sent = fields[i] as string;
     if (sent.length === name.length && (sent === name || sent.toLowerCase() === name)) {
-      found = found === null ? field[1] : `${found}, ${field[1]}`;
+      found = found === null ? (fields[i + 1] as string) : `${found}, ${fields[i + 1]}`;
     }
   }
   return found;
@@ -22,7 +21,7 @@ export function fieldValue(fields: readonly (readonly [string, string])[], name:
 
 /** A head's fields read by lower-case name, as `Headers.get` reads them (no copy made). */
 class HeadFields implements FieldReader {
-  constructor(private readonly fields: readonly (readonly [string, string])[]) {}
+  constructor(private readonly fields: readonly string[]) {}
 
   get(name: string): string | null {
     return fieldValue(this.fields, name);
@@ -42,7 +41,7 @@ export class H1Request implements HotRequest {
     private readonly bytes: Uint8Array | undefined,
     requestId: string,
   ) {
-    this.headers = new HeadFields(head.headers);
+    this.headers = new HeadFields(head.fields);
     tagRequest(this, requestId);
   }
 

@@ -53,7 +53,14 @@ const PEER = Symbol("h1 connection");
 
 /** A field's value (a repeated one is joined, as Headers joins it); undefined when absent. */
 function fieldOf(head: RequestHead, lowerName: string): string | undefined {
-  return fieldValue(head.headers, lowerName) ?? undefined;
+  return fieldValue(head.fields, lowerName) ?? undefined;
+}
+
+/** A head's flat fields as the name and value pairs a `Request` is built from. */
+function pairsOf(fields: readonly string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < fields.length; i += 2) pairs.push([fields[i] as string, fields[i + 1] as string]);
+  return pairs;
 }
 
 const json = { "content-type": "application/json" };
@@ -130,7 +137,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
         try {
           request = new Request(`http://${head.host}${target}`, {
             method: head.method,
-            headers: head.headers,
+            headers: pairsOf(head.fields),
             body: head.method === "GET" || head.method === "HEAD" ? undefined : body,
           });
         } catch {

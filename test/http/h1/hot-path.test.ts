@@ -12,10 +12,10 @@ import { type Harness, seedSite, startHarness } from "../../helpers/harness";
 import { readAnswers, send } from "./wire";
 
 const head = (headers: [string, string][], method = "POST"): RequestHead => ({
+  fields: headers.flat(),
   method,
   target: "/v1/decide?x=1",
   http10: false,
-  headers,
   host: "svc.example:8080",
   contentLength: -1,
   chunked: false,
