@@ -20,28 +20,19 @@ function exposureJson(schemaJson: string, e: Exposure, preview: boolean): string
   return `{"schema":${schemaJson},"data":{${members},"preview":${preview}}}`;
 }
 
-/**
- * A decide answer's JSON; `schemaJson` is the exposure schema URI already quoted. Its parts are
- * joined once (`out` holds them), rather than concatenated one by one: each concatenation is a
- * string object of its own until the answer is encoded.
- */
+/** A decide answer's JSON; `schemaJson` is the exposure schema URI already quoted. */
 export function answerJson(result: BatchResult, preview: boolean, accessMissing: boolean, schemaJson: string): string {
+  let out = '{"decisions":{';
   const { answered, results } = result;
-  const out: string[] = ['{"decisions":{'];
   for (let i = 0; i < answered.length; i++) {
-    if (i > 0) out.push(",");
-    out.push((answered[i] as CompiledFeature).jsonKey, resultJson(results[i] as FeatureResult));
+    if (i > 0) out += ",";
+    out += (answered[i] as CompiledFeature).jsonKey + resultJson(results[i] as FeatureResult);
   }
-  out.push(
-    '},"unanswered":',
-    result.unanswered.length === 0 ? "[]" : JSON.stringify(result.unanswered),
-    preview ? ',"preview":true,"exposures":[' : ',"preview":false,"exposures":[',
-  );
+  out += `},"unanswered":${result.unanswered.length === 0 ? "[]" : JSON.stringify(result.unanswered)},"preview":${preview},"exposures":[`;
   const exposures = result.exposures;
   for (let i = 0; i < exposures.length; i++) {
-    if (i > 0) out.push(",");
-    out.push(exposureJson(schemaJson, exposures[i] as Exposure, preview));
+    if (i > 0) out += ",";
+    out += exposureJson(schemaJson, exposures[i] as Exposure, preview);
   }
-  out.push(accessMissing ? '],"accessMissing":true}' : "]}");
-  return out.join("");
+  return `${out}]${accessMissing ? ',"accessMissing":true' : ""}}`;
 }
