@@ -75,14 +75,23 @@ const CLK_TCK = 100;
 
 /** CPU seconds (user + system, all threads) a live process has used, from /proc/<pid>/stat. */
 export function cpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/stat`)?.seconds ?? Number.NaN;
+}
+
+/**
+ * The name and CPU seconds (user + system) of a process or thread from its stat file
+ * (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`); undefined once it has gone.
+ */
+export function statCpuSeconds(path: string): { name: string; seconds: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const stat = readFileSync(path, "latin1");
     // Fields after the command name (which may hold spaces) start after the last ")".
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    const seconds = (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    return { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), seconds };
   } catch {
-    return Number.NaN;
+    return undefined;
   }
 }
 

@@ -7,28 +7,22 @@
  * loaded, and prints each of the server's threads' CPU µs per request over that window (utime +
  * stime of /proc/<pid>/task/<tid>/stat), grouped by thread name. With LOG_FILE and
  * SERVER_ENV='{"BUN_JSC_logGC":"1"}', also the bytes the request thread allocated per request.
+ * SVC_ROOT runs another checkout's server (a worktree of an earlier commit) to compare.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { keyedLoad } from "./keyed-load";
-import { cleanupAll } from "./proc";
+import { cleanupAll, statCpuSeconds } from "./proc";
 import { startDecideServer } from "./server";
 
-const CLK_TCK = 100;
 const seconds = Number(process.argv[2] ?? 10);
 
 /** CPU seconds per thread name (threads of one name summed). */
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      const cpu = (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-      out.set(name, (out.get(name) ?? 0) + cpu);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
+    // A thread that ended between the listing and the read is left out.
+    const thread = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+    if (thread !== undefined) out.set(thread.name, (out.get(thread.name) ?? 0) + thread.seconds);
   }
   return out;
 }
