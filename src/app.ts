@@ -86,7 +86,8 @@ export function createApp(deps: Deps) {
   const decide = perTurn(deps.tracing === null ? keyed : deps.tracing.handler("decide", decideAttributes, keyed));
   // Over the h1 transport with tracing off, keyed decide reads the transport's light request and
   // answers JSON text: no `Request` or `Response` is built on its hot path (src/infra/hot-request.ts).
-  const route = deps.tracing === null ? withHotPath(decide, perTurn(keyedDecideText(deps))) : decide;
+  // The transport batches a busy turn's hot requests itself (src/http/h1/server.ts, `TurnQueue`).
+  const route = deps.tracing === null ? withHotPath(decide, keyedDecideText(deps)) : decide;
   // Keyed decide is a Bun native route on the listening server (no Elysia lifecycle on the hot
   // path); `app.handle` reaches the same handler through the route below, with no body parsing.
   const nativeRoutes = { [KEYED_DECIDE_PATH]: { POST: route } };

@@ -3,15 +3,17 @@ import type { Config } from "../config";
 import type { CompiledSite } from "../core/compile";
 import type { KeyedRate } from "../counters/quota-leases";
 import { takeKeyedRate } from "../counters/take-rate";
-import { bodyReadError, bodyTooLarge, pendingJsonBody } from "../http/body-limit";
+import { bodyTooLarge, jsonBodyOf } from "../http/body-limit";
 import { errorResponseOf, validationError } from "../http/error-envelope";
-import type { HotRequest } from "../infra/hot-request";
-import { authenticateKeyed, type KeyGuardDeps } from "../keys/guard";
+import type { HotRequest, HotRoute } from "../infra/hot-request";
+import { authenticateKeyed, type KeyedRequest, type KeyGuardDeps } from "../keys/guard";
 import type { Logger } from "../logger";
 import { PREVIEW_HEADER } from "../preview/tokens";
+import type { SiteState } from "../sites/registry";
 import { chooseDocument, type DecisionEngine, type DecisionEngineDeps, type DecisionSampler } from "./engine";
 import { explainJson } from "./explain";
 import { checkSubjects, DecideBody, type DecideInput } from "./model";
+import type { DecideRequest } from "./request";
 import { decideJson } from "./service";
 import { decideDepsOf } from "./sources";
 
@@ -39,64 +41,89 @@ const JSON_HEADERS = new Headers({ "content-type": "application/json" });
  * The key is checked before the body is read, so an unauthenticated caller costs a header read.
  */
 export function keyedDecideHandler(deps: KeyedDecideDeps): (request: Request) => Promise<Response> {
-  return keyedDecide(deps, (json) => new Response(json, { headers: JSON_HEADERS }));
+  const handle = keyedDecide(deps, (json) => new Response(json, { headers: JSON_HEADERS }));
+  // The fetch route's callers expect a promise (Elysia, tracing spans); only the hot path does not.
+  return (request) => Promise.resolve(handle(request));
 }
 
 /**
  * The same route for the h1 transport's hot path (`NativeRoute.hot`): it reads the transport's
  * light request and answers a decision as its JSON text, which the transport writes as a 200 of
- * `application/json` (an error is still a `Response`).
+ * `application/json` (an error is still a `Response`). Where nothing has to wait (the key and the
+ * reader's meters in memory, no preview token) it answers at once, with no promise.
  */
-export function keyedDecideText(deps: KeyedDecideDeps): (request: HotRequest) => Promise<string | Response> {
+export function keyedDecideText(deps: KeyedDecideDeps): HotRoute {
   return keyedDecide(deps, (json) => json);
 }
 
+/**
+ * Keyed decide, step by step: each step that may wait (the key guard on a cold key, a chunked
+ * body, the rate window across processes, a preview token, meters not yet in memory) goes on
+ * synchronously when its value is at hand and through a promise only when it is not. So the
+ * common request makes no promise, no closure and no async frame; a thrown error, at once or
+ * later, becomes its answer in the envelope (`errorResponseOf`).
+ */
 function keyedDecide<R>(
   deps: KeyedDecideDeps,
   answer: (json: string) => R,
-): (request: HotRequest) => Promise<R | Response> {
+): (request: HotRequest) => R | Response | Promise<R | Response> {
   const decideDeps = decideDepsOf(deps);
   const schema = TypeCompiler.Compile(DecideBody);
   const maxBody = deps.config.maxBodyBytes;
   const impact = deps.impact;
   const decisions = deps.decisions;
-  return async (request) => {
+  const fail = (request: HotRequest, error: unknown): Response => errorResponseOf(deps.logger, request, error);
+
+  const answered = (req: DecideRequest, json: string): R => {
+    // Answered: impact replay may keep it (a countdown here; a pick is captured later).
+    impact.offer(decisions, req, json);
+    return answer(json);
+  };
+  const decide = (req: DecideRequest): R | Promise<R> => {
+    // The one check explain adds to the path: an absent member.
+    const decided = req.input.explain === true ? explainJson(decideDeps, req) : decideJson(decideDeps, req);
+    return decided instanceof Promise ? decided.then((json) => answered(req, json)) : answered(req, decided);
+  };
+  const choose = (request: HotRequest, site: SiteState, input: DecideInput, now: number): R | Promise<R> => {
+    // The preview header is only read while the site has a staged document.
+    const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
+    const userId = input.userId ?? null;
+    if (token !== null) {
+      return chooseDocument(deps.previewTokens, site, token, now).then(({ document, preview }) =>
+        decide({ site, document, preview, input, userId, now }),
+      );
+    }
+    return decide({ site, document: site.live as CompiledSite, preview: false, input, userId, now });
+  };
+  const withBody = (request: HotRequest, guarded: KeyedRequest, body: unknown): R | Promise<R> => {
+    if (!schema.Check(body)) throw validationError(schema.Errors(body), DecideBody);
+    const input = body as DecideInput;
+    checkSubjects(input);
+    const now = deps.now();
+    const rated = takeKeyedRate(deps.keyedDecideRate, guarded.apiKey.id, now);
+    if (rated !== undefined) return rated.then(() => choose(request, guarded.site, input, now));
+    return choose(request, guarded.site, input, now);
+  };
+  const withKey = (request: HotRequest, length: string | null, guarded: KeyedRequest): R | Promise<R> => {
+    // The body read inline (not through readJsonBody), and parsed at once where it can be.
+    const body = jsonBodyOf(request, maxBody, length);
+    // A parsed JSON value is never a promise: a promise here is a body still to be read.
+    if (body instanceof Promise) return body.then((read) => withBody(request, guarded, read));
+    return withBody(request, guarded, body);
+  };
+  return (request) => {
     try {
       const length = request.headers.get("content-length");
       const tooLarge = bodyTooLarge(request, maxBody, length);
       if (tooLarge) return tooLarge;
       const guarded = authenticateKeyed(deps, request);
-      const { apiKey, site } = guarded instanceof Promise ? await guarded : guarded;
-      // The body read inline (not through readJsonBody), so a request awaits once.
-      const pending = pendingJsonBody(request, maxBody, length);
-      let body: unknown;
-      if (pending !== undefined) {
-        try {
-          body = await pending;
-        } catch (error) {
-          throw bodyReadError(error);
-        }
-      }
-      if (!schema.Check(body)) throw validationError(schema.Errors(body), DecideBody);
-      const input = body as DecideInput;
-      checkSubjects(input);
-      const now = deps.now();
-      const rated = takeKeyedRate(deps.keyedDecideRate, apiKey.id, now);
-      if (rated !== undefined) await rated;
-      let document = site.live as CompiledSite;
-      let preview = false;
-      // The preview header is only read while the site has a staged document.
-      const token = site.preview === null ? null : request.headers.get(PREVIEW_HEADER);
-      if (token !== null) ({ document, preview } = await chooseDocument(deps.previewTokens, site, token, now));
-      const req = { site, document, preview, input, userId: input.userId ?? null, now };
-      // The one check explain adds to the path: an absent member.
-      const decided = input.explain === true ? explainJson(decideDeps, req) : decideJson(decideDeps, req);
-      const json = decided instanceof Promise ? await decided : decided;
-      // Answered: impact replay may keep it (a countdown here; a pick is captured later).
-      impact.offer(decisions, req, json);
-      return answer(json);
+      const out =
+        guarded instanceof Promise
+          ? guarded.then((g) => withKey(request, length, g))
+          : withKey(request, length, guarded);
+      return out instanceof Promise ? out.catch((error: unknown) => fail(request, error)) : out;
     } catch (error) {
-      return errorResponseOf(deps.logger, request, error);
+      return fail(request, error);
     }
   };
 }

@@ -53,6 +53,26 @@ export function pendingJsonBody(
   return body === null ? undefined : readCapped(body, maxBytes).then(parseJsonText);
 }
 
+/**
+ * The body's JSON as `pendingJsonBody` reads it, but parsed at once where the request already
+ * holds its bytes (`HotRequest.jsonNow`, the h1 transport's light request), so keyed decide's
+ * hot path makes no promise for it: the value (undefined: no body), or a promise of it where the
+ * body is still to be read. A failure, thrown or rejected, is already `bodyReadError`'s.
+ */
+export function jsonBodyOf(request: HotRequest, maxBytes: number, length: string | null): unknown {
+  if (length !== null && length !== "0" && request.jsonNow !== undefined) {
+    try {
+      return request.jsonNow();
+    } catch (error) {
+      throw bodyReadError(error);
+    }
+  }
+  const pending = pendingJsonBody(request, maxBytes, length);
+  return pending?.catch((error: unknown) => {
+    throw bodyReadError(error);
+  });
+}
+
 /** What a failed body read answers: the 413 of a chunked body over the limit, else 400. */
 export function bodyReadError(error: unknown): AppError {
   return error instanceof AppError ? error : notJson();

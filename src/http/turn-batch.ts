@@ -20,41 +20,61 @@
  */
 export const BUSY_TURN = 8;
 
-export function perTurn<T, R = Response>(handler: (request: T) => Promise<R>): (request: T) => Promise<R> {
+/**
+ * The turn logic on its own, for a caller that keeps what waits itself (the h1 transport queues
+ * its hot requests here, with no promise or closure per request). `admit` counts a request and
+ * says whether it must wait for the end of the turn; a waiting item is handed to `run` then, in
+ * the order `defer` got them.
+ */
+export class TurnQueue<T> {
   /** Requests seen in this turn so far (0: none yet, and no end-of-turn callback scheduled). */
-  let seen = 0;
+  private seen = 0;
   /** The turn before this one had BUSY_TURN requests or more: queue this turn's after the first. */
-  let busy = false;
-  let requests: T[] = [];
-  let settles: ((answer: Promise<R>) => void)[] = [];
-  const run = (request: T): Promise<R> => {
+  private busy = false;
+  private waiting: T[] = [];
+
+  constructor(private readonly run: (item: T) => void) {}
+
+  /** Counts a request of this turn; true: it waits (`defer` it), false: run it now. */
+  admit(): boolean {
+    if (this.seen++ === 0) {
+      setImmediate(this.endTurn);
+      return false;
+    }
+    return this.busy;
+  }
+
+  defer(item: T): void {
+    this.waiting.push(item);
+  }
+
+  private readonly endTurn = (): void => {
+    this.busy = this.seen >= BUSY_TURN;
+    this.seen = 0;
+    if (this.waiting.length === 0) return;
+    const batch = this.waiting;
+    this.waiting = [];
+    for (let i = 0; i < batch.length; i++) this.run(batch[i] as T);
+  };
+}
+
+/**
+ * `handler` behind a `TurnQueue`: a request that runs at once gets the handler's own answer (a
+ * value it returns synchronously stays synchronous); a queued one gets a promise of it.
+ */
+export function perTurn<T, R = Response>(handler: (request: T) => R | Promise<R>): (request: T) => R | Promise<R> {
+  const run = (request: T): R | Promise<R> => {
     try {
       return handler(request);
     } catch (error) {
       return Promise.reject(error);
     }
   };
-  const endTurn = () => {
-    busy = seen >= BUSY_TURN;
-    seen = 0;
-    if (requests.length === 0) return;
-    const batch = requests;
-    const settle = settles;
-    requests = [];
-    settles = [];
-    for (let i = 0; i < batch.length; i++) {
-      (settle[i] as (answer: Promise<R>) => void)(run(batch[i] as T));
-    }
-  };
+  const queue = new TurnQueue<{ request: T; settle: (answer: R | Promise<R>) => void }>((item) =>
+    item.settle(run(item.request)),
+  );
   return (request) => {
-    if (seen++ === 0) {
-      setImmediate(endTurn);
-      return run(request);
-    }
-    if (!busy) return run(request);
-    return new Promise<R>((resolve) => {
-      requests.push(request);
-      settles.push(resolve);
-    });
+    if (!queue.admit()) return run(request);
+    return new Promise<R>((settle) => queue.defer({ request, settle }));
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { BUSY_TURN, perTurn } from "../../src/http/turn-batch";
+import { BUSY_TURN, perTurn, TurnQueue } from "../../src/http/turn-batch";
 
 /** A handler that records when it ran and answers with its request's own text. */
 function recordingHandler() {
@@ -82,5 +82,42 @@ describe("perTurn", () => {
     const results = await Promise.allSettled(["a", "throw-1", "c"].map((r) => batched(r)));
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(await ((results[2] as PromiseFulfilledResult<Response>).value as Response).text()).toBe("c");
+  });
+});
+
+describe("TurnQueue", () => {
+  test("counts a turn's requests: after a busy turn all but the first wait, and run in order at its end", async () => {
+    const ran: number[] = [];
+    const queue = new TurnQueue<number>((n) => ran.push(n));
+    const offer = (n: number) => {
+      if (queue.admit()) queue.defer(n);
+      else ran.push(n);
+    };
+    for (let i = 0; i < BUSY_TURN; i++) offer(i);
+    // A turn after a quiet one runs everything at once.
+    expect(ran).toEqual(names("", BUSY_TURN).map(Number));
+    await endOfTurn();
+    ran.length = 0;
+    for (const n of [100, 101, 102]) offer(n);
+    expect(ran).toEqual([100]);
+    await endOfTurn();
+    expect(ran).toEqual([100, 101, 102]);
+    // That turn had fewer than BUSY_TURN: the next runs at once again.
+    ran.length = 0;
+    for (const n of [200, 201]) offer(n);
+    expect(ran).toEqual([200, 201]);
+  });
+});
+
+describe("perTurn with a handler that answers at once", () => {
+  test("a request run at once gets the value itself; a queued one a promise of it", async () => {
+    const batched = perTurn((request: string) => `answer to ${request}`);
+    const quiet = names("q", BUSY_TURN).map((r) => batched(r));
+    expect(quiet).toEqual(names("answer to q", BUSY_TURN));
+    await endOfTurn();
+    const [first, second] = [batched("x"), batched("y")];
+    expect(first).toBe("answer to x");
+    expect(second).toBeInstanceOf(Promise);
+    expect(await second).toBe("answer to y");
   });
 });

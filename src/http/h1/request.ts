@@ -63,13 +63,18 @@ export class H1Request implements HotRequest {
    * leading byte order mark is dropped, as the fetch standard's UTF-8 decode drops it.
    */
   json(): Promise<unknown> {
-    const bytes = this.bytes;
     try {
-      if (bytes === undefined) return Promise.resolve(JSON.parse(""));
-      const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-      return Promise.resolve(JSON.parse(utf8.call(bytes, "utf8", start, bytes.byteLength)));
+      return Promise.resolve(this.jsonNow());
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** `json()` at once: the value, or the error thrown. */
+  jsonNow(): unknown {
+    const bytes = this.bytes;
+    if (bytes === undefined) return JSON.parse("");
+    const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    return JSON.parse(utf8.call(bytes, "utf8", start, bytes.byteLength));
   }
 }

@@ -1,19 +1,28 @@
 import cluster from "node:cluster";
 import type { Socket } from "bun";
 import { AppError, errorBody } from "../../infra/errors";
-import type { NativeRoute } from "../../infra/hot-request";
+import type { HotRoute, NativeRoute } from "../../infra/hot-request";
 import { appErrorResponse } from "../error-envelope";
 import type { NodeServerHandle, ServedApp } from "../node-server";
 import { requestIdOf, tagRequest } from "../request-id";
 import { type RequestStats, UNMATCHED_ROUTE } from "../request-stats";
 import type { ServerTracing } from "../server-tracing";
+import { TurnQueue } from "../turn-batch";
 import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } from "./connection";
 import { encodeHead } from "./encode";
 import type { Refusal, RequestHead } from "./head";
-import type { Answer } from "./output";
+import type { Answer, Output } from "./output";
 import { fieldValue, H1Request } from "./request";
 
 type Handler = NativeRoute;
+
+/** A hot request waiting for the end of its turn. */
+interface HotWaiting {
+  readonly output: Output;
+  readonly answer: Answer;
+  readonly light: H1Request;
+  readonly hot: HotRoute;
+}
 
 export interface H1ServerOptions {
   port: number;
@@ -104,6 +113,31 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     length: undefined,
   });
 
+  /** Answers a hot request: at once when its route answered at once, else when it settles. */
+  const answerHot = (output: Output, answer: Answer, light: H1Request, hot: HotRoute): void => {
+    let text: string | Response | Promise<string | Response>;
+    try {
+      text = hot(light);
+    } catch (error) {
+      text = Promise.reject(error);
+    }
+    if (!(text instanceof Promise)) {
+      output.settle(answer, text);
+      return;
+    }
+    text.then(
+      (done) => output.settle(answer, done),
+      (error: unknown) => {
+        options.onError(error instanceof Error ? error : new Error(String(error)));
+        output.settle(answer, internalError(answer.requestId));
+      },
+    );
+  };
+  // Under sustained load a turn's hot requests after its first run together once its reads are
+  // done, where their code runs warm (src/http/turn-batch.ts says why); a waiting one is a small
+  // record here, not a promise.
+  const hotTurn = new TurnQueue<HotWaiting>((w) => answerHot(w.output, w.answer, w.light, w.hot));
+
   const context: ConnectionContext = {
     maxBodyBytes: options.maxRequestBodySize,
     timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
@@ -175,19 +209,8 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
           answer.requestId,
         );
         (light as unknown as Record<symbol, Connection>)[PEER] = connection;
-        let text: Promise<string | Response>;
-        try {
-          text = hot(light);
-        } catch (error) {
-          text = Promise.reject(error);
-        }
-        text.then(
-          (done) => output.settle(answer, done),
-          (error: unknown) => {
-            options.onError(error instanceof Error ? error : new Error(String(error)));
-            output.settle(answer, internalError(answer.requestId));
-          },
-        );
+        if (hotTurn.admit()) hotTurn.defer({ output, answer, light, hot });
+        else answerHot(output, answer, light, hot);
         return answer;
       }
       if (request === undefined) {

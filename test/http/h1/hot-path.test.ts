@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { listen } from "../../../src/app";
+import { keyedDecideText } from "../../../src/decide/routes";
 import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
 import type { RequestHead } from "../../../src/http/h1/head";
 import { type Answer, encodeJson } from "../../../src/http/h1/output";
@@ -140,6 +141,39 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     const viaWire = JSON.parse(answer?.body.toString("utf8") ?? "") as { decisions: Record<string, unknown> };
     expect(Object.keys(viaWire.decisions).sort()).toEqual(Object.keys(viaHandle.decisions).sort());
     expect(viaWire.decisions.section).toEqual(viaHandle.decisions.section);
+  });
+
+  it("answers at once, with no promise, when the key and the reader are in memory; through a promise only when a step waits", async () => {
+    const hot = keyedDecideText(h.deps);
+    const light = (apiKey: string, body: string, id: string) =>
+      new H1Request(
+        head([
+          ["x-svc-site-id", "news"],
+          ["x-api-key", apiKey],
+          ["content-type", "application/json"],
+          ["content-length", String(Buffer.byteLength(body))],
+        ]),
+        new TextEncoder().encode(body),
+        id,
+      );
+    const body = JSON.stringify({ userId: "at-once", features: ["section"] });
+    // The first call may wait for the key's first read; after it, the key is held.
+    const first = hot(light(key, body, "once-0"));
+    await first;
+    const warm = hot(light(key, body, "once-1"));
+    expect(typeof warm).toBe("string");
+    expect(JSON.parse(warm as string).decisions.section).toBeDefined();
+    // A refusal found at once is a Response at once, in the envelope.
+    const malformed = hot(light(key, "{nope", "once-2"));
+    expect(malformed).toBeInstanceOf(Response);
+    expect((malformed as Response).status).toBe(400);
+    expect(((await (malformed as Response).json()) as { error: { requestId: string } }).error.requestId).toBe("once-2");
+    // A key never seen is looked up in the store: a promise, settling to the 401 (never a rejection).
+    const unknown = hot(light(`${key}x`, body, "once-3"));
+    expect(unknown).toBeInstanceOf(Promise);
+    const refused = (await unknown) as Response;
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { requestId: string } }).error.requestId).toBe("once-3");
   });
 
   it("reads a chunked body, and answers a malformed one 400 in the envelope naming its request id", async () => {
