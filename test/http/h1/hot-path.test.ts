@@ -203,6 +203,33 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     expect(wire.closed).toBe(true);
   });
 
+  it("keeps pipelined answers in order when some are found at once and some wait for the store", async () => {
+    const body = JSON.stringify({ userId: "mixed", features: ["section"] });
+    const withKey = (id: string, apiKey: string, extra = "") =>
+      decideBytes(body, `x-request-id: ${id}\r\n${extra}`).replace(`x-api-key: ${key}`, `x-api-key: ${apiKey}`);
+    // The reader's first request loads its meters; after it, its requests are answered at once.
+    expect((await send(port, withKey("mix-warm", key, "connection: close\r\n"))).answers[0]?.status).toBe(200);
+    // Keys never issued are looked up in the store (a promise) between answers found at once.
+    const wire = await send(
+      port,
+      [
+        withKey("mix-0", key),
+        withKey("mix-1", key),
+        withKey("mix-wait", `${key}-unknown`),
+        withKey("mix-2", key),
+        withKey("mix-last", `${key}-never-issued`, "connection: close\r\n"),
+      ].join(""),
+    );
+    expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual([
+      "mix-0",
+      "mix-1",
+      "mix-wait",
+      "mix-2",
+      "mix-last",
+    ]);
+    expect(wire.answers.map((a) => a.status)).toEqual([200, 200, 401, 200, 401]);
+  });
+
   it("keeps every answer whole and in order for a client that reads only after it has sent them all", async () => {
     // Enough answers to fill the socket's buffers while the client does not read: the server's
     // writes come back short, its answers wait as copies, and it stops reading until they drain.
