@@ -24,7 +24,7 @@ COPY --from=build /app/src ./src
 COPY --from=build /app/db ./db
 COPY --from=build /app/docs/examples ./docs/examples
 USER svc
-ENV SVC_DATA_DIR=/data HOST=0.0.0.0 PORT=3000
+ENV SVC_DATA_DIR=/data HOST=0.0.0.0 PORT=3000 MIMALLOC_PURGE_DELAY=10000
 # The embedded store and generated secrets live here when DATABASE_URL is unset.
 VOLUME /data
 EXPOSE 3000

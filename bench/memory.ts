@@ -1,10 +1,13 @@
 /**
  * Memory: on a fresh server, touch N distinct meter subjects (each request names a new device
  * id; the paywall and recirculation features hold its seen and count meters), wait until the
- * server has written its backlog and gone quiet, then read VmRSS from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
+ * server has written its backlog, run its quiet-time collection and gone quiet, then read VmRSS
+ * from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
  * its window. Bodies are built per request from pre-signed articles: only the device id varies,
  * nothing is signed here.
  */
+
+import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { type DriveResult, driveClosedLoop } from "./closed-loop";
 import { buildRequest } from "./http-conn";
 import { rssMb, waitUntilQuiet } from "./proc";
@@ -94,9 +97,14 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     sampleMs: 5_000,
   });
   // Every request names a new subject, so the store's writes fall behind the load; the figure
-  // is read once the server has written its backlog and gone quiet (its CPU near zero).
+  // is read once the server has written its backlog and gone quiet (its CPU near zero), and no
+  // sooner than its quiet-time collection (src/runtime/idle-collection.ts: a check every half of
+  // IDLE_QUIET_MS, so within twice it of the last answer), which hands the burst's garbage back.
+  // Without that floor the read raced the collection: a server quiet at once was read before it.
   const rssAtLoadEnd = rssMb(o.server.pid);
-  const settled = await waitUntilQuiet(o.server.pid, o.settleLimitS);
+  await Bun.sleep(IDLE_QUIET_MS * 2);
+  const quiet = await waitUntilQuiet(o.server.pid, o.settleLimitS);
+  const settled = { ...quiet, seconds: round(quiet.seconds + (IDLE_QUIET_MS * 2) / 1000, 1) };
   const rss = rssMb(o.server.pid);
   const touched = run.status_200;
   curve.push({ subjects: touched, rss_mb: round(rss, 1) });

@@ -4,13 +4,30 @@
  * through the CLI and the admin API like any deployment.
  */
 import { randomBytes } from "node:crypto";
-import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createScratchDatabase } from "../db/scratch-database";
 import { onCleanup, track } from "./proc";
 
 export const ROOT = join(import.meta.dir, "..");
+
+/**
+ * The environment `npm start` sets before it runs the server: the leading `NAME=value` words of
+ * the root's `scripts.start` (package.json), a `${NAME:-default}` read as its default (what the
+ * caller's own environment sets still wins: see the pass-through below). So the bench runs each
+ * checkout as its own `npm start` does, an earlier commit's included.
+ */
+export function startScriptEnv(root: string): Record<string, string> {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts?: { start?: string } };
+  const env: Record<string, string> = {};
+  for (const word of (pkg.scripts?.start ?? "").split(/\s+/)) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(?:\$\{\1:-([^}]*)\}|(\S*))$/.exec(word);
+    if (m === null) break;
+    env[m[1] as string] = m[2] ?? m[3] ?? "";
+  }
+  return env;
+}
 
 export interface ServerHandle {
   readonly label: string;
@@ -71,6 +88,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     ...(process.env.SVC_HTTP_SERVER ? { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER } : {}),
     // The runtime threads' scheduling (default normal; the full runs before issue 28 had idle).
     ...(process.env.SVC_RUNTIME_THREADS ? { SVC_RUNTIME_THREADS: process.env.SVC_RUNTIME_THREADS } : {}),
+    // The runtime settings `npm start` gives (the root's package.json), under what a run sets.
+    ...startScriptEnv(options.root ?? reuse?.root ?? ROOT),
     // The runtime's own tuning knobs pass through (JavaScriptCore's options, mimalloc's), so a run
     // can try them: e.g. `BUN_JSC_logGC=1`, `MIMALLOC_PURGE_DELAY=1000`.
     ...Object.fromEntries(
