@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { startScriptEnv } from "../../bench/server";
 import { tempDir } from "../helpers/process";
 import { until } from "../helpers/wait";
 
@@ -82,6 +83,13 @@ describe("the container recipe, outside a container", () => {
     expect(await healthcheck(port)).toBe(0);
     expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(200);
   }, 30_000);
+
+  it("runs the server with the runtime settings npm start gives it (the allocator's purge delay)", () => {
+    const started = startScriptEnv(root);
+    expect(started).toEqual({ MIMALLOC_PURGE_DELAY: "10000" });
+    expect(env).toMatchObject(started);
+    expect(execForm("CMD")).toEqual(["bun", "--smol", "src/main.ts"]);
+  });
 
   it("fails the HEALTHCHECK when nothing answers", async () => {
     const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
