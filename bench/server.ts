@@ -22,7 +22,7 @@ export function startScriptEnv(root: string): Record<string, string> {
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts?: { start?: string } };
   const env: Record<string, string> = {};
   for (const word of (pkg.scripts?.start ?? "").split(/\s+/)) {
-    const m = /^([A-Z_][A-Z0-9_]*)=(?:\$\{\1:-([^}]*)\}|(\S*))$/.exec(word);
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(?:\$\{\1:-([^}]*)\}|(\S*))$/.exec(word);
     if (m === null) break;
     env[m[1] as string] = m[2] ?? m[3] ?? "";
   }
