@@ -24,8 +24,8 @@ describe("bench: the environment npm start sets", () => {
 
   it("reads leading assignments, a shell default as its default, and stops at the command", () => {
     // The shell's `${C:-two}`, written with `$` and `{` apart so it reads as no template here.
-    const start = `A_B=1 C=$${"{"}C:-two} bun --smol src/main.ts D=3`;
-    expect(startScriptEnv(rootWith(start))).toEqual({ A_B: "1", C: "two" });
+    const start = `A_B=1 C=$${"{"}C:-two} BUN_JSC_useX=0 bun --smol src/main.ts D=3`;
+    expect(startScriptEnv(rootWith(start))).toEqual({ A_B: "1", C: "two", BUN_JSC_useX: "0" });
   });
 
   it("gives nothing for a start script without assignments (an earlier commit's) or none at all", () => {
