@@ -10,7 +10,8 @@
  *   kind, with their pauses.
  * - `npx bun bench/stall-report.ts profile <file.cpuprofile>`: the request thread's profile
  *   (`PROFILE_DIR`, best with `BENCH_PROFILE_INTERVAL_US=100`) as its busy stretches over 2.5 ms
- *   (samples less than 0.5 ms apart) and the outermost project frames found in them.
+ *   (samples less than 0.5 ms apart; `STRETCH_MS` sets the length) and the outermost project frames
+ *   found in them.
  */
 import { readFileSync } from "node:fs";
 
@@ -83,9 +84,35 @@ function sched(file: string): void {
     }
   }
   console.log(`request thread (${main}) waiting while runnable, by the thread that took the core:`);
-  for (const [name, waits] of [...behind].sort((a, b) => b[1].length - a[1].length)) {
+  printWaits(behind);
+  // The request thread woken (a request came) while another thread held the core, and how long
+  // until it ran: the delay a waking thread gets behind a busy one.
+  const late = new Map<string, number[]>();
+  let woken: { at: number; by: string } | undefined;
+  let onCore = "";
+  for (const e of events) {
+    if (!("nextTid" in e)) {
+      if (e.tid === main && woken === undefined && onCore !== "" && onCore !== "swapper/0")
+        woken = { at: e.at, by: onCore };
+      continue;
+    }
+    onCore = e.nextName;
+    if (e.nextTid === main && woken !== undefined) {
+      const waits = late.get(woken.by) ?? [];
+      waits.push(e.at - woken.at);
+      late.set(woken.by, waits);
+    }
+    if (e.nextTid === main) woken = undefined;
+  }
+  console.log(`request thread (${main}) woken while another thread held the core, by that thread:`);
+  printWaits(late);
+}
+
+function printWaits(waits: Map<string, number[]>): void {
+  for (const [name, w] of [...waits].sort((a, b) => b[1].length - a[1].length)) {
+    const total = w.reduce((a, b) => a + b, 0);
     console.log(
-      `  ${name}: ${waits.length} times, ${waits.filter((w) => w > 1).length} over 1 ms, longest ${Math.max(...waits).toFixed(1)} ms`,
+      `  ${name}: ${w.length} times, ${total.toFixed(1)} ms in all, ${w.filter((x) => x > 1).length} over 1 ms, longest ${Math.max(...w).toFixed(1)} ms`,
     );
   }
 }
@@ -122,12 +149,13 @@ function profile(file: string): void {
     t += d;
     times.push(t);
   }
+  const stretchUs = Number(process.env.STRETCH_MS ?? 2.5) * 1000;
   const found = new Map<string, number>();
   let bursts = 0;
   let start = 0;
   for (let i = 1; i <= times.length; i++) {
     if (i < times.length && (times[i] as number) - (times[i - 1] as number) <= 500) continue;
-    if ((times[i - 1] as number) - (times[start] as number) > 2_500) {
+    if ((times[i - 1] as number) - (times[start] as number) > stretchUs) {
       bursts++;
       for (let k = start; k < i; k++) {
         const key = outer(p.samples[k] as number);
@@ -136,7 +164,9 @@ function profile(file: string): void {
     }
     start = i;
   }
-  console.log(`${p.samples.length} samples; ${bursts} busy stretches over 2.5 ms; their samples by outer frames:`);
+  console.log(
+    `${p.samples.length} samples; ${bursts} busy stretches over ${stretchUs / 1000} ms; their samples by outer frames:`,
+  );
   for (const [key, n] of [...found].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${n} ${key}`);
 }
 

@@ -4,11 +4,13 @@
  * bench's; `"BENCH_NO_SMOL":"1"` runs it without --smol), all on CPU 0 (embedded store, 300 keys,
  * the pinned bench's bodies), warms each with wrk for 5 s, then in each round sends each 5,000
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
- * answer (ms).
+ * answer (ms). Each round starts 3 s after the last load, once every server's quiet-time collection
+ * (a full collection on CPU 0) is over.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { buildRequest, RequestPool } from "./http-conn";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
 import { cleanupAll } from "./proc";
@@ -67,6 +69,10 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       10_000,
     );
     const n = 5_000 * 8;
+    // Every server gone quiet (the last one measured, or this one after its warm-up) makes its
+    // quiet-time collection 1-1.5 s later; all share CPU 0, so wait it out before measuring.
+    // `QUIET_S=<s>` waits longer (what a server that was quiet that long answers).
+    await Bun.sleep(process.env.QUIET_S === undefined ? IDLE_QUIET_MS * 3 : Number(process.env.QUIET_S) * 1000);
     const start = Date.now() + 1_000;
     const sendAtEpoch = new Float64Array(n);
     const requestOf = new Uint32Array(n);
