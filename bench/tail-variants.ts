@@ -4,8 +4,9 @@
  * bench's; `"BENCH_NO_SMOL":"1"` runs it without --smol), all on CPU 0 (embedded store, 300 keys,
  * the pinned bench's bodies), warms each with wrk for 5 s, then in each round sends each 5,000
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
- * answer (ms). Each round starts 3 s after the last load, once every server's quiet-time collection
- * (a full collection on CPU 0) is over.
+ * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too. Each
+ * round starts 3 s after the last load, once every server's quiet-time collection (a full
+ * collection on CPU 0) is over.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,7 +15,7 @@ import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { buildRequest, RequestPool } from "./http-conn";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
 import { cleanupAll } from "./proc";
-import { writeLoadFiles } from "./saturation";
+import { startCeilingServer, writeLoadFiles } from "./saturation";
 import { startDecideServer } from "./server";
 import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
 import { percentileSorted } from "./stats";
@@ -50,7 +51,29 @@ for (const [name, env] of Object.entries(variants)) {
     workDir: work,
     cpus: "1",
   });
-  servers.push({ name, server, keys });
+  servers.push({ name, server: server as { port: number; stop(): Promise<unknown> }, keys, work });
+}
+// `REFERENCE=1`: the minimal hand-written decide (bench/minimal-decide.ts, the pinned bench's) on
+// CPU 0 too, measured in every round: what a server with none of svc's machinery gets that minute.
+const first = servers[0];
+if (process.env.REFERENCE === "1" && first !== undefined) {
+  const files = writeLoadFiles(first.work, first.keys, bodies);
+  const minimal = await startCeilingServer(join(first.work, "unused-answer.json"), {
+    cpus: "0",
+    script: "bench/minimal-decide.ts",
+    env: { MINIMAL_KEYS_FILE: files.keysFile },
+  });
+  await runWrk({
+    url: `http://127.0.0.1:${minimal.port}`,
+    threads: 1,
+    connections: 64,
+    durationS: 5,
+    ...files,
+    site: BENCH_SITE,
+    workDir: first.work,
+    cpus: "1",
+  });
+  servers.push({ name: "minimal", server: minimal, keys: first.keys, work: first.work });
 }
 for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   for (const { name, server, keys } of servers) {
@@ -90,7 +113,11 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
               "record",
               "-q",
               "-e",
-              "sched:sched_switch,sched:sched_wakeup",
+              // `PERF_CLOCK_HZ=<n>`: CPU samples too (cpu-clock, with call stacks), to see what ran.
+              process.env.PERF_CLOCK_HZ === undefined
+                ? "sched:sched_switch,sched:sched_wakeup"
+                : "sched:sched_switch,sched:sched_wakeup,cpu-clock",
+              ...(process.env.PERF_CLOCK_HZ === undefined ? [] : ["-F", process.env.PERF_CLOCK_HZ, "-g"]),
               "-C",
               "0",
               "-o",
