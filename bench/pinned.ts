@@ -28,7 +28,7 @@ import { busyCores, cleanupAll, commandOutput, cpuSeconds, machineInfo, sourceSt
 import { type CeilingServer, startCeilingServer, writeLoadFiles } from "./saturation";
 import { ROOT, type ServerHandle, startDecideServer } from "./server";
 import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
-import { percentileSorted, round } from "./stats";
+import { median, percentileSorted, round } from "./stats";
 import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
 import { ensureWrk, runWrk } from "./wrk";
 
@@ -88,14 +88,6 @@ interface Segment {
   p99_ms: number;
   non_2xx: number;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 
 async function segment(target: Target, workDir: string, durationS: number): Promise<Segment> {
   const before = cpuSeconds(target.pid);
