@@ -171,5 +171,17 @@ function printStalls(r: Awaited<ReturnType<typeof runOpenLoop>>, start: number, 
       .join(" ")}`,
   );
   console.log(`  gaps: ${gaps.join(" ")}`);
+  // How much the episodes keep to one phase of a period (0: none, 1: all at one phase); about
+  // 1/sqrt(episodes) by chance. A timer's work shows as a high value at its period.
+  const phase = (period: number) => {
+    let c = 0;
+    let s = 0;
+    for (const e of episodes) {
+      c += Math.cos((2 * Math.PI * e.at) / period);
+      s += Math.sin((2 * Math.PI * e.at) / period);
+    }
+    return (Math.hypot(c, s) / Math.max(1, episodes.length)).toFixed(2);
+  };
+  console.log(`  phase concentration at 100/250/500/1000 ms: ${[100, 250, 500, 1000].map(phase).join(" ")}`);
 }
 await cleanupAll();
