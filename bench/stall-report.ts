@@ -4,7 +4,8 @@
  *
  * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`) as CPU time
  *   per thread on the core, its stretches over 1 ms, and how long the request thread (the first
- *   `bun.exe` thread woken) waited behind another thread, by that thread's name.
+ *   `bun.exe` thread woken) waited behind another thread, by that thread's name: taken off the
+ *   core while runnable, and woken while the other held the core.
  * - `npx bun bench/stall-report.ts gc <server log>`: the collections `BUN_JSC_logGC=1` logged (run
  *   tail-variants with `TAIL_LOG_DIR`), per heap (the request thread's, the database thread's) and
  *   kind, with their pauses.

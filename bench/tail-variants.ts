@@ -113,11 +113,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
               "record",
               "-q",
               "-e",
-              // `PERF_CLOCK_HZ=<n>`: CPU samples too (cpu-clock, with call stacks), to see what ran.
-              process.env.PERF_CLOCK_HZ === undefined
-                ? "sched:sched_switch,sched:sched_wakeup"
-                : "sched:sched_switch,sched:sched_wakeup,cpu-clock",
-              ...(process.env.PERF_CLOCK_HZ === undefined ? [] : ["-F", process.env.PERF_CLOCK_HZ, "-g"]),
+              "sched:sched_switch,sched:sched_wakeup",
               "-C",
               "0",
               "-o",
