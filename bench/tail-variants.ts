@@ -27,7 +27,18 @@ const variants: Record<string, Record<string, string>> = JSON.parse(process.env.
 const articles = signArticles(2_000, Date.now());
 const optional = optionalFeatures(buildBenchSite());
 const bodies = buildBodies({ count: 20_000, articles, optional, devices: 5_000, users: [], seed: 12 });
-const servers = [];
+/** A server measured in the rounds: svc per variant, and the minimal decide with `REFERENCE=1`. */
+interface Measured {
+  name: string;
+  server: { port: number; stop(): Promise<unknown> };
+  keys: string[];
+}
+const servers: Measured[] = [];
+/** Warms a server with wrk for 5 s from CPU 1, as every server here is warmed. */
+const warm = (url: string, files: ReturnType<typeof writeLoadFiles>, workDir: string) =>
+  runWrk({ url, threads: 1, connections: 64, durationS: 5, ...files, site: BENCH_SITE, workDir, cpus: "1" });
+let firstFiles: ReturnType<typeof writeLoadFiles> | undefined;
+let firstWork = "";
 for (const [name, env] of Object.entries(variants)) {
   const work = mkdtempSync(join(tmpdir(), "tail-"));
   const server = await startDecideServer({
@@ -41,39 +52,22 @@ for (const [name, env] of Object.entries(variants)) {
   await setupSite(server, work);
   const keys = await issueKeys(server, 300, `t${name}`);
   const files = writeLoadFiles(work, keys, bodies);
-  await runWrk({
-    url: server.url,
-    threads: 1,
-    connections: 64,
-    durationS: 5,
-    ...files,
-    site: BENCH_SITE,
-    workDir: work,
-    cpus: "1",
-  });
-  servers.push({ name, server: server as { port: number; stop(): Promise<unknown> }, keys, work });
+  await warm(server.url, files, work);
+  servers.push({ name, server, keys });
+  firstFiles ??= files;
+  firstWork ||= work;
 }
 // `REFERENCE=1`: the minimal hand-written decide (bench/minimal-decide.ts, the pinned bench's) on
 // CPU 0 too, measured in every round: what a server with none of svc's machinery gets that minute.
 const first = servers[0];
-if (process.env.REFERENCE === "1" && first !== undefined) {
-  const files = writeLoadFiles(first.work, first.keys, bodies);
-  const minimal = await startCeilingServer(join(first.work, "unused-answer.json"), {
+if (process.env.REFERENCE === "1" && first !== undefined && firstFiles !== undefined) {
+  const minimal = await startCeilingServer(join(firstWork, "unused-answer.json"), {
     cpus: "0",
     script: "bench/minimal-decide.ts",
-    env: { MINIMAL_KEYS_FILE: files.keysFile },
+    env: { MINIMAL_KEYS_FILE: firstFiles.keysFile },
   });
-  await runWrk({
-    url: `http://127.0.0.1:${minimal.port}`,
-    threads: 1,
-    connections: 64,
-    durationS: 5,
-    ...files,
-    site: BENCH_SITE,
-    workDir: first.work,
-    cpus: "1",
-  });
-  servers.push({ name: "minimal", server: minimal, keys: first.keys, work: first.work });
+  await warm(`http://127.0.0.1:${minimal.port}`, firstFiles, firstWork);
+  servers.push({ name: "minimal", server: minimal, keys: first.keys });
 }
 for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   for (const { name, server, keys } of servers) {
