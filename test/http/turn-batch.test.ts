@@ -14,7 +14,7 @@ function recordingHandler() {
 
 const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
-const texts = (answers: Promise<Response>[]) => Promise.all(answers.map(async (a) => (await a).text()));
+const texts = (answers: (Response | Promise<Response>)[]) => Promise.all(answers.map(async (a) => (await a).text()));
 
 describe("perTurn", () => {
   test("after a quiet turn, every request of the next turn runs at once", async () => {
