@@ -17,8 +17,10 @@ export interface Config {
   readonly secret: string;
   /** Largest accepted request body, in bytes. */
   readonly maxBodyBytes: number;
-  /** How often counter deltas are flushed to Postgres. */
+  /** How often counter deltas (meters) are flushed to Postgres. */
   readonly flushIntervalMs: number;
+  /** How often the statistics (key usage, decision counts) are, rounded to whole flush intervals. */
+  readonly statsFlushIntervalMs: number;
   /** Most meter values (subject-meter pairs) held in memory; past it the oldest clean ones go. */
   readonly meterEntries: number;
   /** Seed the demo tenant/site/key on an empty store (default: only when embedded). */
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     secret: secretVar(env, "SVC_SECRET", dataDir, "secret", 32),
     maxBodyBytes: intVar(env, "SVC_MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     flushIntervalMs: intVar(env, "SVC_FLUSH_INTERVAL_MS", 250, 10, 60_000),
+    statsFlushIntervalMs: intVar(env, "SVC_STATS_FLUSH_INTERVAL_MS", 1_000, 10, 600_000),
     meterEntries: intVar(env, "SVC_METER_ENTRIES", 4_000_000, 1, 100_000_000),
     seedDemo,
     logLevel,

@@ -91,6 +91,7 @@ describe("configuration", () => {
     ["SVC_SECRET", "short"],
     ["SVC_MAX_BODY_BYTES", "12"],
     ["SVC_FLUSH_INTERVAL_MS", "-1"],
+    ["SVC_STATS_FLUSH_INTERVAL_MS", "5"],
     ["SVC_METER_ENTRIES", "0"],
     ["SVC_LOG_LEVEL", "loud"],
     ["SVC_LOG_FORMAT", "colour"],

@@ -21,7 +21,14 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const child = Bun.spawn([process.execPath, "src/main.ts"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", SVC_FLUSH_INTERVAL_MS: "100", ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SVC_FLUSH_INTERVAL_MS: "100",
+      SVC_STATS_FLUSH_INTERVAL_MS: "100",
+      ...env,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
