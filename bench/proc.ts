@@ -2,7 +2,7 @@
  * Child processes of the bench, and what /proc says about them. Every child is registered so
  * an exit, a signal or an error kills it; nothing is ever killed by name.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import type { Subprocess } from "bun";
 import { round } from "./stats";
@@ -93,6 +93,17 @@ export function statCpuSeconds(path: string): { name: string; seconds: number } 
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds per thread name (threads of one name summed). */
+export function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    // A thread that ended between the listing and the read is left out.
+    const thread = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+    if (thread !== undefined) out.set(thread.name, (out.get(thread.name) ?? 0) + thread.seconds);
+  }
+  return out;
 }
 
 /** Resident memory of a live process in MB (VmRSS from /proc/<pid>/status; VmHWM for the peak). */

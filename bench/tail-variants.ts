@@ -6,7 +6,8 @@
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
  * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too. Each
  * round starts 3 s after the last load, once every server's quiet-time collection (a full
- * collection on CPU 0) is over.
+ * collection on CPU 0) is over. `THREADS=1` prints each svc thread's CPU over each window (ms
+ * per second of load, from /proc; the minimal decide's are not read).
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,7 +15,7 @@ import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { buildRequest, RequestPool } from "./http-conn";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
-import { cleanupAll } from "./proc";
+import { cleanupAll, threadCpu } from "./proc";
 import { startCeilingServer, writeLoadFiles } from "./saturation";
 import { startDecideServer } from "./server";
 import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
@@ -30,7 +31,7 @@ const bodies = buildBodies({ count: 20_000, articles, optional, devices: 5_000, 
 /** A server measured in the rounds: svc per variant, and the minimal decide with `REFERENCE=1`. */
 interface Measured {
   name: string;
-  server: { port: number; stop(): Promise<unknown> };
+  server: { port: number; pid?: number; stop(): Promise<unknown> };
   keys: string[];
 }
 const servers: Measured[] = [];
@@ -118,6 +119,8 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
             ],
             { stdout: "ignore", stderr: "inherit" },
           );
+    // `THREADS=1`: each of the server's threads' CPU over the window, ms per second of load.
+    const threadsBefore = process.env.THREADS === "1" && server.pid !== undefined ? threadCpu(server.pid) : undefined;
     const r = await runOpenLoop({
       port: server.port,
       requests: pool,
@@ -126,6 +129,15 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       connections: 64,
       cpus: "1",
     });
+    if (threadsBefore !== undefined && server.pid !== undefined) {
+      // Per second of the load (the window also holds the sender's second of lead and the tail).
+      const seconds = n / 5_000;
+      const used = [...threadCpu(server.pid)]
+        .map(([thread, cpu]) => [thread, ((cpu - (threadsBefore.get(thread) ?? 0)) * 1000) / seconds] as const)
+        .filter(([, ms]) => ms >= 0.5)
+        .sort((a, b) => b[1] - a[1]);
+      console.log(`  CPU ms per second by thread: ${used.map(([t, ms]) => `${t.trim()} ${ms.toFixed(1)}`).join(", ")}`);
+    }
     await perf?.exited;
     if (process.env.STALLS !== undefined) printStalls(r, start, Number(process.env.STALLS) || 2);
     const lat = answeredLatencies(r).sort();

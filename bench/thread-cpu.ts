@@ -9,23 +9,12 @@
  * SERVER_ENV='{"BUN_JSC_logGC":"1"}', also the bytes the request thread allocated per request.
  * SVC_ROOT runs another checkout's server (a worktree of an earlier commit) to compare.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { keyedLoad } from "./keyed-load";
-import { cleanupAll, statCpuSeconds } from "./proc";
+import { cleanupAll, threadCpu } from "./proc";
 import { startDecideServer } from "./server";
 
 const seconds = Number(process.argv[2] ?? 10);
-
-/** CPU seconds per thread name (threads of one name summed). */
-function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    // A thread that ended between the listing and the read is left out.
-    const thread = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
-    if (thread !== undefined) out.set(thread.name, (out.get(thread.name) ?? 0) + thread.seconds);
-  }
-  return out;
-}
 
 /**
  * What the heap with the most eden collections (the request thread's) allocated over a window of
