@@ -8,8 +8,9 @@
  * times (default 10): answers 1,250 more (a 250 ms flush interval's worth at 5,000 req/s), waits
  * 20 ms, and flushes each counter by hand. Prints, per counter, the request thread's CPU
  * (`/proc/thread-self/schedstat`, so the embedded store's thread is not in it), the embedded
- * store's thread's CPU (the thread named `Worker`) and the wall time until the flush was durable. Then as many flushes again with a 0 ms timer running, for the
- * longest the event loop went without running it during each (`NO_FLUSH=1`: a 40 ms wait
+ * store's thread's CPU (the thread named `Worker`) and the wall time until the flush was durable.
+ * Then as many flushes again with a 0 ms timer running, for the longest the event loop went
+ * without running it during each (`NO_FLUSH=1`: a 40 ms wait
  * instead, the timer's own resolution; its ticks cost CPU, hence the separate rounds). Then the
  * request thread's CPU in 10 ms of waiting with no flush (its idle cost, ROUNDS times), and its
  * CPU and the wall time of 200 `select 1` round trips, one at a time: one statement's fixed cost.

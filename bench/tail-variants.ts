@@ -6,8 +6,8 @@
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
  * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too. Each
  * round starts 3 s after the last load, once every server's quiet-time collection (a full
- * collection on CPU 0) is over. `THREADS=1` prints each svc thread's CPU over each window (ms
- * per second of load, from /proc; the minimal decide's are not read).
+ * collection on CPU 0) is over. `THREADS=1` prints each server's threads' CPU over each window
+ * (ms per second of load, from /proc; svc's and the minimal decide's).
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
