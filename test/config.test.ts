@@ -15,6 +15,8 @@ describe("configuration", () => {
     expect(config.accessLog).toBe(false);
     expect(config.metricsToken).toBeUndefined();
     expect(config.readyFlushIntervals).toBe(20);
+    expect(config.flushIntervalMs).toBe(250);
+    expect(config.statsFlushIntervalMs).toBe(1000);
     expect(config.httpServer).toBe("h1");
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);

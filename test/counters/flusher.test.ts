@@ -1,5 +1,8 @@
 import { describe, expect, it } from "bun:test";
+import type { Db } from "../../db/client";
+import { createCounterDeps } from "../../src/counters/deps";
 import { type Flushable, Flusher } from "../../src/counters/flusher";
+import { MemoryMeterStore } from "../../src/counters/memory-meter-store";
 import { createLogger } from "../../src/logger";
 
 /** A part that records each flush's tick and fails while `failing` is set. */
@@ -71,5 +74,38 @@ describe("Flusher's cadence", () => {
     counts.failing = false;
     await f.tick(); // counts succeeds again
     expect(f.lastSuccessAt).toBeGreaterThan(afterMeters);
+  });
+});
+
+describe("the counters' flusher as createCounterDeps builds it", () => {
+  /** The flusher of the counters' deps with these intervals, a key usage part that logs. */
+  function built(flushIntervalMs: number, statsFlushIntervalMs: number) {
+    const log: string[] = [];
+    const deps = createCounterDeps({
+      db: null as unknown as Db, // unused: the meters get the memory store
+      kind: "embedded",
+      config: { meterEntries: 1000, flushIntervalMs, statsFlushIntervalMs, readDeadlineMs: 1000 },
+      now: Date.now,
+      logger: quiet,
+      meterStore: new MemoryMeterStore(),
+      keyUsage: part("usage", log),
+      decisionSink: { addDecisionCounts: async () => {} },
+    });
+    return { flusher: deps.flusher, log };
+  }
+
+  it("writes key usage every statistics interval, rounded to whole flush intervals (1 s of 250 ms: every 4th)", async () => {
+    const { flusher, log } = built(250, 1000);
+    for (let i = 0; i < 8; i++) await flusher.tick();
+    expect(log).toEqual(["usage", "usage"]);
+    const rounded = built(300, 1000); // 3.33 intervals: every 3rd
+    for (let i = 0; i < 6; i++) await rounded.flusher.tick();
+    expect(rounded.log).toEqual(["usage", "usage"]);
+  });
+
+  it("writes key usage on every tick when the statistics interval is shorter than the flush interval", async () => {
+    const { flusher, log } = built(250, 100);
+    for (let i = 0; i < 3; i++) await flusher.tick();
+    expect(log).toEqual(["usage", "usage", "usage"]);
   });
 });
