@@ -2,7 +2,7 @@
  * What held the server's core while keyed decide's answers were late, from the files
  * bench/tail-variants.ts leaves (not part of `npm run bench`):
  *
- * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`) as CPU time
+ * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`, one file a server) as CPU time
  *   per thread on the core, its stretches over 1 ms, and how long the request thread (the first
  *   `bun.exe` thread woken) waited behind another thread, by that thread's name: taken off the
  *   core while runnable, and woken while the other held the core.

@@ -7,13 +7,18 @@
  * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too. Each
  * round starts 3 s after the last load, once every server's quiet-time collection (a full
  * collection on CPU 0) is over. `THREADS=1` prints each server's threads' CPU over each window
- * (ms per second of load, from /proc; svc's and the minimal decide's).
+ * (ms per second of load, from /proc; svc's and the minimal decide's). `COMPILES=1` prints the
+ * optimizing (DFG, FTL) compiles each svc made during each window (`BUN_JSC_reportCompileTimes`,
+ * read from its output: bench/jit-compiles.ts). `PERF_OUT=<path>` records the server's core with
+ * `perf` for 6 s of the first round into `<path>.<server>` (scheduler events for
+ * `bench/stall-report.ts sched`; `PERF_EVENTS=cpu-clock` samples call graphs instead).
  */
-import { mkdtempSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { buildRequest, RequestPool } from "./http-conn";
+import { compilesIn, describeCompiles } from "./jit-compiles";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
 import { cleanupAll, threadCpu } from "./proc";
 import { startCeilingServer, writeLoadFiles } from "./saturation";
@@ -33,7 +38,11 @@ interface Measured {
   name: string;
   server: { port: number; pid?: number; stop(): Promise<unknown> };
   keys: string[];
+  /** The server's output, when written to a file (TAIL_LOG_DIR, or COMPILES=1). */
+  logFile?: string;
 }
+const compiles = process.env.COMPILES === "1";
+const logDir = process.env.TAIL_LOG_DIR ?? (compiles ? mkdtempSync(join(tmpdir(), "tail-log-")) : undefined);
 const servers: Measured[] = [];
 /** Warms a server with wrk for 5 s from CPU 1, as every server here is warmed. */
 const warm = (url: string, files: ReturnType<typeof writeLoadFiles>, workDir: string) =>
@@ -42,19 +51,20 @@ let firstFiles: ReturnType<typeof writeLoadFiles> | undefined;
 let firstWork = "";
 for (const [name, env] of Object.entries(variants)) {
   const work = mkdtempSync(join(tmpdir(), "tail-"));
+  const logFile = logDir === undefined ? undefined : join(logDir, `${name}.log`);
   const server = await startDecideServer({
     label: `tail-${name}`,
     cpus: "0",
-    env,
+    env: compiles ? { ...env, BUN_JSC_reportCompileTimes: "true" } : env,
     smol: env.BENCH_NO_SMOL === undefined,
     profileDir: process.env.PROFILE_DIR,
-    logFile: process.env.TAIL_LOG_DIR === undefined ? undefined : join(process.env.TAIL_LOG_DIR, `${name}.log`),
+    logFile,
   });
   await setupSite(server, work);
   const keys = await issueKeys(server, 300, `t${name}`);
   const files = writeLoadFiles(work, keys, bodies);
   await warm(server.url, files, work);
-  servers.push({ name, server, keys });
+  servers.push({ name, server, keys, logFile });
   firstFiles ??= files;
   firstWork ||= work;
 }
@@ -71,7 +81,7 @@ if (process.env.REFERENCE === "1" && first !== undefined && firstFiles !== undef
   servers.push({ name: "minimal", server: minimal, keys: first.keys });
 }
 for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
-  for (const { name, server, keys } of servers) {
+  for (const { name, server, keys, logFile } of servers) {
     const pool = RequestPool.from(
       bodies.slice(0, 10_000).map((b, i) =>
         buildRequest(
@@ -98,7 +108,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       sendAtEpoch[i] = start + i / 5;
       requestOf[i] = i % pool.size;
     }
-    // `PERF_OUT=<file>`: the scheduler's switches on the server's core for 6 s of the first round.
+    // `PERF_OUT=<path>`: the server's core for 6 s of the first round, into `<path>.<server>`.
     const perf =
       process.env.PERF_OUT === undefined || round !== 0
         ? undefined
@@ -108,11 +118,12 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
               "record",
               "-q",
               "-e",
-              "sched:sched_switch,sched:sched_wakeup",
+              process.env.PERF_EVENTS ?? "sched:sched_switch,sched:sched_wakeup",
+              ...(process.env.PERF_EVENTS === undefined ? [] : ["-g"]),
               "-C",
               "0",
               "-o",
-              process.env.PERF_OUT,
+              `${process.env.PERF_OUT}.${name}`,
               "--",
               "sleep",
               "6",
@@ -120,6 +131,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
             { stdout: "ignore", stderr: "inherit" },
           );
     // `THREADS=1`: each of the server's threads' CPU over the window, ms per second of load.
+    const logAt = compiles && logFile !== undefined ? statSync(logFile).size : undefined;
     const threadsBefore = process.env.THREADS === "1" && server.pid !== undefined ? threadCpu(server.pid) : undefined;
     const r = await runOpenLoop({
       port: server.port,
@@ -138,6 +150,9 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
         .sort((a, b) => b[1] - a[1]);
       console.log(`  CPU ms per second by thread: ${used.map(([t, ms]) => `${t.trim()} ${ms.toFixed(1)}`).join(", ")}`);
     }
+    if (logAt !== undefined && logFile !== undefined) {
+      console.log(`  optimizing compiles in the window: ${describeCompiles(compilesIn(readFrom(logFile, logAt)))}`);
+    }
     await perf?.exited;
     if (process.env.STALLS !== undefined) printStalls(r, start, Number(process.env.STALLS) || 2);
     const lat = answeredLatencies(r).sort();
@@ -147,6 +162,20 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   }
 }
 for (const { server } of servers) await server.stop();
+
+/** A file's text from byte `at` on (what a server wrote since). */
+function readFrom(file: string, at: number): string {
+  const length = statSync(file).size - at;
+  if (length <= 0) return "";
+  const bytes = Buffer.alloc(length);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, bytes, 0, length, at);
+  } finally {
+    closeSync(fd);
+  }
+  return bytes.toString("utf8");
+}
 
 /**
  * `STALLS=<ms>`: the episodes in which answers took longer than <ms> (default 2), by when the
