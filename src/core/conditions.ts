@@ -58,9 +58,14 @@ const ROOTS: Record<FactNamespace, Root> = {
   newsletters: (s) => s.newsletters ?? NO_STANDINGS,
 };
 
+// Bound once, not read from the global object in the hot path: a compiled function's read of a
+// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
+// the measured windows").
+const hasOwn = Object.hasOwn;
+
 /** Own members only: `content.constructor` must not reach Object.prototype. */
 function member(value: unknown, key: string): unknown {
-  return typeof value === "object" && value !== null && Object.hasOwn(value, key)
+  return typeof value === "object" && value !== null && hasOwn(value, key)
     ? (value as Record<string, unknown>)[key]
     : undefined;
 }

@@ -7,8 +7,22 @@
 import type { CompiledSite } from "./compile";
 import type { BatchResult, CompiledFeature, Exposure, FactSnapshot, FeatureDecision, FeatureResult } from "./types";
 
-const NO_TICKS: readonly string[] = Object.freeze([]);
-const NO_EXPOSURES: readonly Exposure[] = Object.freeze([]);
+/**
+ * An empty array of the kind a batch builds (`[value]`, then pushes: JavaScriptCore's contiguous
+ * array), shared by the batches that have no ticks or no exposures. Not frozen, and not an empty
+ * literal: either is another kind of array to the JIT, and code compiled while it met only one
+ * kind left its compiled form (an OSR exit) on meeting the other, minutes into a load, to be
+ * compiled again (docs/performance.md, "Compiles in the measured windows"). Read-only by type;
+ * nothing writes to it.
+ */
+export function sharedEmpty<T>(): readonly T[] {
+  const empty = [undefined] as unknown as T[];
+  empty.length = 0;
+  return empty;
+}
+
+const NO_TICKS: readonly string[] = sharedEmpty();
+const NO_EXPOSURES: readonly Exposure[] = sharedEmpty();
 
 /**
  * A batch keeps its answers as two arrays: a decide answer is written from them directly, and

@@ -5,6 +5,11 @@
  * Sized for `capacity` keys at ~1% false positives; past that it degrades to more reads, never
  * to wrong answers.
  */
+// Bound once, not read from the global object in the hot path: a compiled function's read of a
+// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
+// the measured windows").
+const imul = Math.imul;
+
 export class AbsenceFilter {
   private readonly bits: Uint32Array;
   private readonly size: number;
@@ -42,8 +47,8 @@ function hashes(key: string): [number, number] {
   let b = 0x01000193 ^ 0x5bd1e995;
   for (let i = 0; i < key.length; i++) {
     const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
+    a = imul(a ^ c, 0x01000193);
+    b = imul(b ^ c, 0x5bd1e995);
   }
   return [a >>> 0, (b >>> 0) | 1];
 }

@@ -216,12 +216,19 @@ function holdMeters(g: Gathered): Gathered | Promise<Gathered> {
     }
   }
   g.held = held;
-  if (misses !== null) {
-    // Found again once read, in the run that evaluates (findHeld).
-    return withinDeadline(Promise.all(misses), g.deps.readDeadlineMs).then(() => g);
-  }
+  if (misses !== null) return afterMisses(g, misses);
   g.found = found;
   return g;
+}
+
+/**
+ * The subject's rows read for the meters not held (found again once read, in the run that
+ * evaluates: findHeld). Its own function, so the hot path's compiled code holds no part of the
+ * wait: taken only now and then, that part made the compiled holdMeters exit and be compiled
+ * again, minutes into a load (docs/performance.md, "Compiles in the measured windows").
+ */
+function afterMisses(g: Gathered, misses: Promise<void>[]): Promise<Gathered> {
+  return withinDeadline(Promise.all(misses), g.deps.readDeadlineMs).then(() => g);
 }
 
 /**

@@ -1,6 +1,8 @@
 // biome-ignore-all lint/suspicious/noThenProperty: rules of the site-document format have a string `then` member.
+
+import { jscDescribe } from "bun:jsc";
 import { describe, expect, test } from "bun:test";
-import { evaluateBatch } from "../../src/core/evaluate";
+import { evaluateBatch, sharedEmpty } from "../../src/core/evaluate";
 import { signContentPayload } from "../../src/core/verifier";
 import { doc, NOW, type SnapshotOptions, site, snapshot } from "./snapshot";
 
@@ -316,6 +318,40 @@ describe("experiments and exposures", () => {
 
   test("no exposure when the split rule is not reached", () => {
     expect(run(["paywall"], { grants: { premium: true } }).exposures).toEqual([]);
+  });
+});
+
+describe("the arrays a batch answers with", () => {
+  // JavaScriptCore's own description of an array names its kind ("ArrayWithContiguous", ...):
+  // code compiled for one kind leaves its compiled form on meeting another (docs/performance.md).
+  const kind = (array: readonly unknown[]) => /Array, \([^)]*\)\{\}, (\w+)/.exec(jscDescribe(array))?.[1];
+  const spent = { content: { premium: false }, meters: { articles: { allowance: 3, count: 3, seen: false } } };
+
+  test("no ticks and some ticks are the same kind of array", () => {
+    const none = run(["paywall"], spent).ticks;
+    const some = run(["paywall"], {
+      content: { premium: false },
+      meters: { articles: { allowance: 3, count: 1, seen: false } },
+    }).ticks;
+    expect(none).toEqual([]);
+    expect(some).toEqual(["articles"]);
+    expect(kind(none)).toBe("ArrayWithContiguous");
+    expect(kind(none)).toBe(kind(some));
+  });
+
+  test("no exposures and some exposures are the same kind of array", () => {
+    const none = run(["paywall"], { grants: { premium: true } }).exposures;
+    const some = run(["paywall"], { ...spent, subject: "u-42" }).exposures;
+    expect(none).toEqual([]);
+    expect(some).toHaveLength(1);
+    expect(kind(none)).toBe("ArrayWithContiguous");
+    expect(kind(none)).toBe(kind(some));
+  });
+
+  test("the shared empty arrays stay empty from one batch to the next", () => {
+    expect(run(["paywall"], spent).ticks).toBe(run(["paywall"], spent).ticks);
+    expect(sharedEmpty<string>()).toEqual([]);
+    expect(sharedEmpty<string>()).toHaveLength(0);
   });
 });
 

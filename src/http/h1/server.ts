@@ -16,6 +16,11 @@ import { fieldValue, H1Request } from "./request";
 
 type Handler = NativeRoute;
 
+// Bound once, not read from the global object in the hot path: a compiled function's read of a
+// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
+// the measured windows").
+const performanceClock = performance;
+
 /** A hot request waiting for the end of its turn. */
 interface HotWaiting {
   readonly output: Output;
@@ -162,6 +167,103 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   // record here, not a promise.
   const hotTurn = new TurnQueue<HotWaiting>((w) => answerHot(w.output, w.answer, w.light, w.hot));
 
+  /** Counts an answer in the request statistics once its head is written (or its peer is gone). */
+  const countWhenWritten = (
+    requests: RequestStats,
+    connection: Connection,
+    head: RequestHead,
+    path: string,
+    native: Handler | undefined,
+    answer: Answer,
+    startedAt: number,
+  ): void => {
+    const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
+    const site = fieldOf(head, "x-svc-site-id");
+    answer.written = (status) => {
+      try {
+        const seconds = (performanceClock.now() - startedAt) / 1000;
+        requests.answered(
+          stats,
+          head.method,
+          path,
+          status,
+          seconds,
+          answer.requestId,
+          site,
+          // The client address is read only for the access log (off by default).
+          requests.accessLog ? connection.socket.remoteAddress : undefined,
+          requests.accessLog ? fieldOf(head, "x-forwarded-for") : undefined,
+        );
+      } catch {
+        // Counting an answer already written must never fail it.
+      }
+    };
+  };
+
+  /**
+   * Every request but a routable one to a hot route: a fetch `Request` to the native route or the
+   * app (traced when tracing is on), or 400 for a missing or invalid Host.
+   */
+  const dispatchFetch = (
+    connection: Connection,
+    head: RequestHead,
+    body: Uint8Array | undefined,
+    answer: Answer,
+    path: string,
+    native: Handler | undefined,
+    startedAt: number,
+    routable: boolean,
+  ): Answer => {
+    const output = connection.output;
+    let request: Request | undefined;
+    if (routable) {
+      try {
+        request = new Request(`http://${head.host}${head.target}`, {
+          method: head.method,
+          headers: pairsOf(head.fields),
+          body: head.method === "GET" || head.method === "HEAD" ? undefined : body,
+        });
+      } catch {
+        request = undefined;
+      }
+    }
+    output.queue.push(answer);
+    if (requests !== undefined) countWhenWritten(requests, connection, head, path, native, answer, startedAt);
+    if (request === undefined) {
+      output.settle(
+        answer,
+        appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid."), answer.requestId),
+      );
+      return answer;
+    }
+    (request as unknown as Record<symbol, Connection>)[PEER] = connection;
+    tagRequest(request, answer.requestId);
+    let result: Response | Promise<Response>;
+    try {
+      if (tracing === undefined) result = native === undefined ? app.fetch(request) : native(request);
+      else {
+        const method = head.method;
+        result = tracing.serve(
+          request,
+          () => (native !== undefined ? path : (requests?.routeOf(method, path) ?? UNMATCHED_ROUTE)),
+          native ?? fetchApp,
+        );
+      }
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (response) => output.settle(answer, response),
+        (error: unknown) => {
+          options.onError(error instanceof Error ? error : new Error(String(error)));
+          output.settle(answer, internalError(answer.requestId));
+        },
+      );
+    } else output.settle(answer, result);
+    return answer;
+  };
+
   const context: ConnectionContext = {
     maxBodyBytes: options.maxRequestBodySize,
     timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
@@ -180,8 +282,10 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       return answer;
     },
     dispatch(connection: Connection, head: RequestHead, body: Uint8Array | undefined): Answer {
-      const startedAt = performance.now();
-      const output = connection.output;
+      // The hot route's path is this function alone, kept small: JavaScriptCore delays optimising
+      // a function by its size, and a large one (this one held the fetch path too) was still
+      // being compiled minutes into a load, on the request thread's core (docs/performance.md).
+      const startedAt = performanceClock.now();
       const target = head.target;
       const query = target.indexOf("?");
       const path = query === -1 ? target : target.slice(0, query);
@@ -190,85 +294,20 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
       const hot = tracing === undefined ? native?.hot : undefined;
       const answer = newAnswer(head, requestIdOf(fieldOf(head, "x-request-id")));
       const routable = usableHost(head.host) && target.charCodeAt(0) === 47;
-      let request: Request | undefined;
-      if (routable && hot === undefined) {
-        try {
-          request = new Request(`http://${head.host}${target}`, {
-            method: head.method,
-            headers: pairsOf(head.fields),
-            body: head.method === "GET" || head.method === "HEAD" ? undefined : body,
-          });
-        } catch {
-          request = undefined;
-        }
+      if (!routable || hot === undefined) {
+        return dispatchFetch(connection, head, body, answer, path, native, startedAt, routable);
       }
+      const output = connection.output;
       output.queue.push(answer);
-      if (requests !== undefined) {
-        const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
-        const site = fieldOf(head, "x-svc-site-id");
-        answer.written = (status) => {
-          try {
-            const seconds = (performance.now() - startedAt) / 1000;
-            requests.answered(
-              stats,
-              head.method,
-              path,
-              status,
-              seconds,
-              answer.requestId,
-              site,
-              // The client address is read only for the access log (off by default).
-              requests.accessLog ? connection.socket.remoteAddress : undefined,
-              requests.accessLog ? fieldOf(head, "x-forwarded-for") : undefined,
-            );
-          } catch {
-            // Counting an answer already written must never fail it.
-          }
-        };
-      }
-      if (routable && hot !== undefined) {
-        const light = new H1Request(
-          head,
-          head.method === "GET" || head.method === "HEAD" ? undefined : body,
-          answer.requestId,
-        );
-        (light as unknown as Record<symbol, Connection>)[PEER] = connection;
-        if (hotTurn.admit()) hotTurn.defer({ output, answer, light, hot });
-        else answerHot(output, answer, light, hot);
-        return answer;
-      }
-      if (request === undefined) {
-        output.settle(
-          answer,
-          appErrorResponse(new AppError("bad_request", "The Host header is missing or invalid."), answer.requestId),
-        );
-        return answer;
-      }
-      (request as unknown as Record<symbol, Connection>)[PEER] = connection;
-      tagRequest(request, answer.requestId);
-      let result: Response | Promise<Response>;
-      try {
-        if (tracing === undefined) result = native === undefined ? app.fetch(request) : native(request);
-        else {
-          const method = head.method;
-          result = tracing.serve(
-            request,
-            () => (native !== undefined ? path : (requests?.routeOf(method, path) ?? UNMATCHED_ROUTE)),
-            native ?? fetchApp,
-          );
-        }
-      } catch (error) {
-        result = Promise.reject(error);
-      }
-      if (result instanceof Promise) {
-        result.then(
-          (response) => output.settle(answer, response),
-          (error: unknown) => {
-            options.onError(error instanceof Error ? error : new Error(String(error)));
-            output.settle(answer, internalError(answer.requestId));
-          },
-        );
-      } else output.settle(answer, result);
+      if (requests !== undefined) countWhenWritten(requests, connection, head, path, native, answer, startedAt);
+      const light = new H1Request(
+        head,
+        head.method === "GET" || head.method === "HEAD" ? undefined : body,
+        answer.requestId,
+      );
+      (light as unknown as Record<symbol, Connection>)[PEER] = connection;
+      if (hotTurn.admit()) hotTurn.defer({ output, answer, light, hot });
+      else answerHot(output, answer, light, hot);
       return answer;
     },
   };
