@@ -37,6 +37,8 @@ export class TurnQueue<T> {
   /** The turn before this one had BUSY_TURN requests or more: queue this turn's after the first. */
   private busy = false;
   private waiting: T[] = [];
+  /** The array the last turn's batch ran from, emptied and kept for the next (the two swap). */
+  private spare: T[] = [];
 
   constructor(private readonly run: (item: T) => void) {}
 
@@ -57,9 +59,13 @@ export class TurnQueue<T> {
     this.busy = this.seen >= BUSY_TURN;
     this.seen = 0;
     if (this.waiting.length === 0) return;
+    // Two arrays swapped and emptied, not a new one each turn: a new empty array is another kind
+    // of array to the JIT than a filled one, and `defer`'s compiled push left its compiled form.
     const batch = this.waiting;
-    this.waiting = [];
+    this.waiting = this.spare;
     for (let i = 0; i < batch.length; i++) this.run(batch[i] as T);
+    batch.length = 0;
+    this.spare = batch;
   };
 }
 

@@ -107,6 +107,26 @@ describe("TurnQueue", () => {
     for (const n of [200, 201]) offer(n);
     expect(ran).toEqual([200, 201]);
   });
+
+  test("busy turns one after another each run their own waiting requests, once each and in order", async () => {
+    // The queue reuses its arrays from turn to turn: nothing of one turn's batch may run again.
+    const ran: number[] = [];
+    const queue = new TurnQueue<number>((n) => ran.push(n));
+    const offer = (n: number) => {
+      if (queue.admit()) queue.defer(n);
+      else ran.push(n);
+    };
+    for (let i = 0; i < BUSY_TURN; i++) offer(i);
+    await endOfTurn();
+    for (let turn = 1; turn <= 4; turn++) {
+      ran.length = 0;
+      const sent = Array.from({ length: BUSY_TURN + turn }, (_, i) => turn * 100 + i);
+      for (const n of sent) offer(n);
+      expect(ran).toEqual([turn * 100]);
+      await endOfTurn();
+      expect(ran).toEqual(sent);
+    }
+  });
 });
 
 describe("perTurn with a handler that answers at once", () => {
