@@ -39,3 +39,61 @@ export function describeCompiles(compiles: readonly Compile[], top = 3): string 
     .map((c) => `${c.name} ${c.tier} ${c.ms.toFixed(1)}`);
   return `${tier("DFG")}, ${tier("FTL")}${longest.length > 0 ? `; longest: ${longest.join(", ")} ms` : ""}`;
 }
+
+/** A function whose optimized code was thrown away and compiled again, with the exits before. */
+export interface Reoptimization {
+  readonly name: string;
+  /** The OSR exits of that function last seen before it (kind and bytecode, newest last). */
+  readonly exits: readonly string[];
+}
+
+const EXIT = /^Generated JIT code for (?:DFG|FTL) OSR exit #\d+ \((?:D@\d+, )?(.*)\) from (\S*?#\w+):/;
+const REOPTIMIZE = /^(\S*?#\w+):\[.*\]: Entered reoptimize$/;
+
+/**
+ * The reoptimizations in a server's output under `BUN_JSC_verboseOSR=true`: each time a function's
+ * optimized code exits often enough to be compiled again, JavaScriptCore prints "Entered
+ * reoptimize" for it, and each exit's first use printed its kind ("BadCache", "BadType", ...).
+ */
+export function reoptimizationsIn(text: string, keepExits = 2): Reoptimization[] {
+  const exits = new Map<string, string[]>();
+  const out: Reoptimization[] = [];
+  for (const line of text.split("\n")) {
+    const exit = EXIT.exec(line);
+    if (exit) {
+      const list = exits.get(exit[2] as string) ?? [];
+      list.push((exit[1] as string).replace(/<0x[0-9a-f]+>/g, ""));
+      exits.set(exit[2] as string, list);
+      continue;
+    }
+    const again = REOPTIMIZE.exec(line);
+    if (again) {
+      const id = again[1] as string;
+      out.push({ name: id.slice(0, id.indexOf("#")) || "(anonymous)", exits: (exits.get(id) ?? []).slice(-keepExits) });
+    }
+  }
+  return out;
+}
+
+// `npx bun bench/jit-compiles.ts <server output> [name,...]`: the optimizing compiles and the
+// reoptimizations in a log written with BUN_JSC_reportCompileTimes and BUN_JSC_verboseOSR
+// (tail-variants' TAIL_LOG_DIR); with names, the reoptimizations of those functions one a line.
+if (import.meta.main) {
+  const [file, names] = process.argv.slice(2);
+  if (file === undefined) {
+    console.error("usage: bench/jit-compiles.ts <server output> [name,...]");
+    process.exit(2);
+  }
+  const text = await Bun.file(file).text();
+  const again = reoptimizationsIn(text);
+  console.log(`optimizing compiles: ${describeCompiles(compilesIn(text), 5)}`);
+  console.log(`reoptimizations: ${again.length}`);
+  const wanted = names === undefined ? null : new Set(names.split(","));
+  const counts = new Map<string, number>();
+  for (const r of again) {
+    if (wanted !== null && !wanted.has(r.name)) continue;
+    counts.set(r.name, (counts.get(r.name) ?? 0) + 1);
+    console.log(`  ${r.name}: after ${r.exits.join("; ") || "no exit printed"}`);
+  }
+  if (wanted !== null) console.log(`of the names given: ${[...counts.values()].reduce((a, b) => a + b, 0)}`);
+}

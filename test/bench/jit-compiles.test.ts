@@ -1,5 +1,5 @@
 import { describe, expect, it } from "bun:test";
-import { compilesIn, describeCompiles } from "../../bench/jit-compiles";
+import { compilesIn, describeCompiles, reoptimizationsIn } from "../../bench/jit-compiles";
 
 // Lines as Bun 1.4's JavaScriptCore prints them with BUN_JSC_reportCompileTimes=true.
 const OUTPUT = [
@@ -25,5 +25,31 @@ describe("compilesIn (tail-variants' COMPILES=1)", () => {
     expect(describeCompiles(compilesIn(OUTPUT), 2)).toBe(
       "1 DFG (1.5 ms), 2 FTL (161.7 ms); longest: holdMeters FTL 135.0, settle FTL 26.7 ms",
     );
+  });
+});
+
+describe("reoptimizationsIn (BUN_JSC_verboseOSR output)", () => {
+  const VERBOSE = [
+    "Generated JIT code for DFG OSR exit #3 (D@44, bc#0, BadIndexingType) from applyTicks#A5as5q:[0x5aa64339de0->0x5aa5d2cef00, DFGFunctionCall, 232 (StrictMode)], with operands = arg1:InJSStack",
+    "Generated JIT code for FTL OSR exit #84 (D@1616, bc#610, BadConstantCache) from holdMeters#CAzLPC:[0x5ceb098a400->0x5cead194fe0, FTLFunctionCall, 707 (StrictMode)], with operands",
+    "holdMeters#CAzLPC:[0x5cead194fe0->0x5cea5a5ed00, BaselineFunctionCall, 707 (DidTryToEnterInLoop) (StrictMode) (HadFTLReplacement)]: Entered reoptimize",
+    "Generated JIT code for DFG OSR exit #2 (D@9, bc#656 --> withinDeadline#Egjkvp:<0x5cead197120> bc#32, BadCache) from holdMeters#CAzLPC:[0x1->0x2, DFGFunctionCall, 707 (StrictMode)], with operands",
+    "holdMeters#CAzLPC:[0x5cead194fe0->0x5cea5a5ed00, BaselineFunctionCall, 707 (StrictMode)]: Entered reoptimize",
+    "applyTicks#A5as5q:[0x5aa64339de0->0x5aa5d2cef00, BaselineFunctionCall, 232 (StrictMode)]: Entered reoptimize",
+    "holdMeters#CAzLPC:[0x5cead194fe0->0x5cea5a5ed00, BaselineFunctionCall, 707 (StrictMode)]: Entered optimize with bytecodeIndex = bc#0",
+  ].join("\n");
+
+  it("lists each reoptimization with the exits of that function before it, newest last", () => {
+    expect(reoptimizationsIn(VERBOSE)).toEqual([
+      { name: "holdMeters", exits: ["bc#610, BadConstantCache"] },
+      { name: "holdMeters", exits: ["bc#610, BadConstantCache", "bc#656 --> withinDeadline#Egjkvp: bc#32, BadCache"] },
+      { name: "applyTicks", exits: ["bc#0, BadIndexingType"] },
+    ]);
+  });
+  it("keeps only as many exits as asked", () => {
+    expect(reoptimizationsIn(VERBOSE, 1)[1]?.exits).toEqual(["bc#656 --> withinDeadline#Egjkvp: bc#32, BadCache"]);
+  });
+  it("finds none where nothing was compiled again", () => {
+    expect(reoptimizationsIn(VERBOSE.split("\n").slice(0, 2).join("\n"))).toEqual([]);
   });
 });
