@@ -1,3 +1,8 @@
+// Bound once, not read from the global object in the hot path: a compiled function's read of a
+// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
+// the measured windows").
+const imul = Math.imul;
+
 /**
  * A Bloom filter over counter keys that exist in Postgres. "Not in the filter" is certain, so a
  * miss on such a key needs no read: the counter starts at zero. Own code because a fixed-size
@@ -5,11 +10,6 @@
  * Sized for `capacity` keys at ~1% false positives; past that it degrades to more reads, never
  * to wrong answers.
  */
-// Bound once, not read from the global object in the hot path: a compiled function's read of a
-// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
-// the measured windows").
-const imul = Math.imul;
-
 export class AbsenceFilter {
   private readonly bits: Uint32Array;
   private readonly size: number;
