@@ -86,13 +86,19 @@ describe("perTurn", () => {
 });
 
 describe("TurnQueue", () => {
-  test("counts a turn's requests: after a busy turn all but the first wait, and run in order at its end", async () => {
+  /** A queue whose items record that they ran, and `offer`: one request of this turn. */
+  function recordingQueue() {
     const ran: number[] = [];
     const queue = new TurnQueue<number>((n) => ran.push(n));
     const offer = (n: number) => {
       if (queue.admit()) queue.defer(n);
       else ran.push(n);
     };
+    return { ran, offer };
+  }
+
+  test("counts a turn's requests: after a busy turn all but the first wait, and run in order at its end", async () => {
+    const { ran, offer } = recordingQueue();
     for (let i = 0; i < BUSY_TURN; i++) offer(i);
     // A turn after a quiet one runs everything at once.
     expect(ran).toEqual(names("", BUSY_TURN).map(Number));
@@ -110,12 +116,7 @@ describe("TurnQueue", () => {
 
   test("busy turns one after another each run their own waiting requests, once each and in order", async () => {
     // The queue reuses its arrays from turn to turn: nothing of one turn's batch may run again.
-    const ran: number[] = [];
-    const queue = new TurnQueue<number>((n) => ran.push(n));
-    const offer = (n: number) => {
-      if (queue.admit()) queue.defer(n);
-      else ran.push(n);
-    };
+    const { ran, offer } = recordingQueue();
     for (let i = 0; i < BUSY_TURN; i++) offer(i);
     await endOfTurn();
     for (let turn = 1; turn <= 4; turn++) {
