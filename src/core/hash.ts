@@ -14,10 +14,12 @@
 /** FNV-1a 32-bit offset basis: the state before any byte. */
 const FNV_OFFSET_BASIS = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
-// Bound once, not read from the global object in the hot path: a compiled function's read of a
-// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
-// the measured windows").
-const imul = Math.imul;
+/**
+ * `Math.imul`, bound once for the hashes here and in the counters: a compiled function's read of a
+ * global left its compiled form whenever the global object changed (docs/performance.md,
+ * "Compiles in the measured windows").
+ */
+export const imul = Math.imul;
 
 /**
  * FNV-1a 32-bit of the UTF-8 encoding of `input`, continuing from `state` (so a fixed prefix can be

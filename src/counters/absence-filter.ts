@@ -1,7 +1,4 @@
-// Bound once, not read from the global object in the hot path: a compiled function's read of a
-// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
-// the measured windows").
-const imul = Math.imul;
+import { imul } from "../core/hash";
 
 /**
  * A Bloom filter over counter keys that exist in Postgres. "Not in the filter" is certain, so a

@@ -1,9 +1,4 @@
-import { fmix32 } from "../core/hash";
-
-// Bound once, not read from the global object in the hot path: a compiled function's read of a
-// global left its compiled form whenever that object changed (docs/performance.md, "Compiles in
-// the measured windows").
-const imul = Math.imul;
+import { fmix32, imul } from "../core/hash";
 
 const EMPTY = 0;
 const MIN_CAPACITY = 16;
