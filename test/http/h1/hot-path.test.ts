@@ -191,6 +191,22 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     expect(wire.answers[1]?.headers["x-request-id"]).toBe("bad-1");
   });
 
+  it("answers a decide whose Host is unusable 400 in the envelope, between good ones, in order", async () => {
+    // The hot route's own path takes only routable requests; this one goes the general path.
+    const good = (id: string) =>
+      decideBytes(JSON.stringify({ userId: id, features: ["section"] }), `x-request-id: ${id}\r\n`);
+    const body = JSON.stringify({ userId: "no-host", features: ["section"] });
+    const badHost = decideBytes(body, "x-request-id: host-1\r\n").replace("Host: 127.0.0.1", "Host: a/b");
+    const wire = await send(port, good("host-0") + badHost + good("host-2"), { answers: 3 });
+    expect(wire.answers.map((a) => a.status)).toEqual([200, 400, 200]);
+    expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual(["host-0", "host-1", "host-2"]);
+    expect(JSON.parse(wire.answers[1]?.body.toString() ?? "").error).toMatchObject({
+      code: "bad_request",
+      message: "The Host header is missing or invalid.",
+      requestId: "host-1",
+    });
+  });
+
   it("answers pipelined decides in order, closing after the one that asks", async () => {
     const bodies = [0, 1, 2].map((i) => JSON.stringify({ userId: `p-${i}`, features: ["section"] }));
     const bytes = bodies.map((b, i) =>
