@@ -68,7 +68,7 @@ export interface CeilingServer {
  */
 export async function startCeilingServer(
   bodyFile: string,
-  options: { cpus?: string; script?: string; env?: Record<string, string> } = {},
+  options: { cpus?: string; script?: string; env?: Record<string, string>; stderrFile?: string } = {},
 ): Promise<CeilingServer> {
   const command = [process.execPath, options.script ?? "bench/ceiling-server.ts"];
   const child = track(
@@ -76,7 +76,8 @@ export async function startCeilingServer(
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? "", PORT: "0", CEILING_BODY_FILE: bodyFile, ...options.env },
       stdout: "pipe",
-      stderr: "inherit",
+      // The runtime's own logging (JavaScriptCore's, with BUN_JSC_ options) to a file when asked.
+      stderr: options.stderrFile === undefined ? "inherit" : Bun.file(options.stderrFile),
     }),
   );
   const reader = child.stdout.getReader();

@@ -9,7 +9,9 @@
  * collection on CPU 0) is over. `THREADS=1` prints each server's threads' CPU over each window
  * (ms per second of load, from /proc; svc's and the minimal decide's). `COMPILES=1` prints the
  * optimizing (DFG, FTL) compiles each svc made during each window (`BUN_JSC_reportCompileTimes`,
- * read from its output: bench/jit-compiles.ts). `PERF_OUT=<path>` records the server's core with
+ * read from its output: bench/jit-compiles.ts). `GCS=1` prints the collections each server made
+ * during each window, per heap and kind, with every stop of the world (`BUN_JSC_logGC`, read by
+ * bench/gc-log.ts; the minimal decide's too with `REFERENCE=1`). `PERF_OUT=<path>` records the server's core with
  * `perf` for 6 s of the first round into `<path>.<server>` (scheduler events for
  * `bench/stall-report.ts sched`; `PERF_EVENTS=cpu-clock` samples call graphs instead).
  */
@@ -17,6 +19,7 @@ import { closeSync, mkdtempSync, openSync, readSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
+import { collectionsIn, describeCollections } from "./gc-log";
 import { buildRequest, RequestPool } from "./http-conn";
 import { compilesIn, describeCompiles } from "./jit-compiles";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
@@ -38,11 +41,20 @@ interface Measured {
   name: string;
   server: { port: number; pid?: number; stop(): Promise<unknown> };
   keys: string[];
-  /** The server's output, when written to a file (TAIL_LOG_DIR, or COMPILES=1). */
+  /**
+   * The server's output, when written to a file (TAIL_LOG_DIR, COMPILES=1 or GCS=1; the minimal
+   * decide's only with GCS=1).
+   */
   logFile?: string;
 }
 const compiles = process.env.COMPILES === "1";
-const logDir = process.env.TAIL_LOG_DIR ?? (compiles ? mkdtempSync(join(tmpdir(), "tail-log-")) : undefined);
+const gcs = process.env.GCS === "1";
+const logDir = process.env.TAIL_LOG_DIR ?? (compiles || gcs ? mkdtempSync(join(tmpdir(), "tail-log-")) : undefined);
+/** The JavaScriptCore logging a run asks for (COMPILES, GCS), in each server's environment. */
+const jscLogging: Record<string, string> = {
+  ...(compiles ? { BUN_JSC_reportCompileTimes: "true" } : {}),
+  ...(gcs ? { BUN_JSC_logGC: "true" } : {}),
+};
 const servers: Measured[] = [];
 /** Warms a server with wrk for 5 s from CPU 1, as every server here is warmed. */
 const warm = (url: string, files: ReturnType<typeof writeLoadFiles>, workDir: string) =>
@@ -55,7 +67,7 @@ for (const [name, env] of Object.entries(variants)) {
   const server = await startDecideServer({
     label: `tail-${name}`,
     cpus: "0",
-    env: compiles ? { ...env, BUN_JSC_reportCompileTimes: "true" } : env,
+    env: { ...env, ...jscLogging },
     smol: env.BENCH_NO_SMOL === undefined,
     profileDir: process.env.PROFILE_DIR,
     logFile,
@@ -72,13 +84,15 @@ for (const [name, env] of Object.entries(variants)) {
 // CPU 0 too, measured in every round: what a server with none of svc's machinery gets that minute.
 const first = servers[0];
 if (process.env.REFERENCE === "1" && first !== undefined && firstFiles !== undefined) {
+  const logFile = gcs && logDir !== undefined ? join(logDir, "minimal.log") : undefined;
   const minimal = await startCeilingServer(join(firstWork, "unused-answer.json"), {
     cpus: "0",
     script: "bench/minimal-decide.ts",
-    env: { MINIMAL_KEYS_FILE: firstFiles.keysFile },
+    env: { MINIMAL_KEYS_FILE: firstFiles.keysFile, ...(gcs ? { BUN_JSC_logGC: "true" } : {}) },
+    stderrFile: logFile,
   });
   await warm(`http://127.0.0.1:${minimal.port}`, firstFiles, firstWork);
-  servers.push({ name: "minimal", server: minimal, keys: first.keys });
+  servers.push({ name: "minimal", server: minimal, keys: first.keys, logFile });
 }
 for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   for (const { name, server, keys, logFile } of servers) {
@@ -131,7 +145,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
             { stdout: "ignore", stderr: "inherit" },
           );
     // `THREADS=1`: each of the server's threads' CPU over the window, ms per second of load.
-    const logAt = compiles && logFile !== undefined ? statSync(logFile).size : undefined;
+    const logAt = (compiles || gcs) && logFile !== undefined ? statSync(logFile).size : undefined;
     const threadsBefore = process.env.THREADS === "1" && server.pid !== undefined ? threadCpu(server.pid) : undefined;
     const r = await runOpenLoop({
       port: server.port,
@@ -151,7 +165,11 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       console.log(`  CPU ms per second by thread: ${used.map(([t, ms]) => `${t.trim()} ${ms.toFixed(1)}`).join(", ")}`);
     }
     if (logAt !== undefined && logFile !== undefined) {
-      console.log(`  optimizing compiles in the window: ${describeCompiles(compilesIn(readFrom(logFile, logAt)))}`);
+      const output = readFrom(logFile, logAt);
+      if (compiles && name !== "minimal") {
+        console.log(`  optimizing compiles in the window: ${describeCompiles(compilesIn(output))}`);
+      }
+      if (gcs) for (const line of describeCollections(collectionsIn(output))) console.log(`  collections: ${line}`);
     }
     await perf?.exited;
     if (process.env.STALLS !== undefined) printStalls(r, start, Number(process.env.STALLS) || 2);
