@@ -8,13 +8,14 @@
  *   core while runnable, and woken while the other held the core.
  * - `npx bun bench/stall-report.ts gc <server log>`: the collections `BUN_JSC_logGC=1` logged (run
  *   tail-variants with `TAIL_LOG_DIR`), per heap (the request thread's, the database thread's) and
- *   kind, with their pauses.
+ *   kind, with every stop of the world (bench/gc-log.ts).
  * - `npx bun bench/stall-report.ts profile <file.cpuprofile>`: the request thread's profile
  *   (`PROFILE_DIR`, best with `BENCH_PROFILE_INTERVAL_US=100`) as its busy stretches over 2.5 ms
  *   (samples less than 0.5 ms apart; `STRETCH_MS` sets the length) and the outermost project frames
  *   found in them.
  */
 import { readFileSync } from "node:fs";
+import { collectionsIn, describeCollections } from "./gc-log";
 
 type Switch = { at: number; prevTid: number; prevName: string; prevState: string; nextTid: number; nextName: string };
 type Wakeup = { at: number; tid: number; name: string };
@@ -172,29 +173,7 @@ function profile(file: string): void {
 }
 
 function gc(file: string): void {
-  const heaps = new Map<string, { kind: string; ends: { kind: string; sizeKb: number; pauseMs: number }[] }>();
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    const start = /GC<(0x[0-9a-f]+)>: START M \d+kb => (\w+)/.exec(line);
-    if (start) {
-      const heap = heaps.get(start[1] as string) ?? { kind: "", ends: [] };
-      heap.kind = start[2] as string;
-      heaps.set(start[1] as string, heap);
-    }
-    const end = /GC<(0x[0-9a-f]+)>: .*=> (\d+)kb, p=([0-9.]+)ms \(max [0-9.]+\), cycle [0-9.]+ms END/.exec(line);
-    const heap = end ? heaps.get(end[1] as string) : undefined;
-    if (end && heap) heap.ends.push({ kind: heap.kind, sizeKb: Number(end[2]), pauseMs: Number(end[3]) });
-  }
-  for (const [id, heap] of heaps) {
-    for (const kind of ["EdenCollection", "FullCollection"]) {
-      const ends = heap.ends.filter((e) => e.kind === kind);
-      if (ends.length === 0) continue;
-      const pauses = ends.map((e) => e.pauseMs);
-      const mean = pauses.reduce((a, b) => a + b, 0) / pauses.length;
-      console.log(
-        `heap ${id} (${Math.round((ends[ends.length - 1]?.sizeKb ?? 0) / 1024)} MB after the last): ${ends.length} ${kind}s, pauses ${Math.min(...pauses).toFixed(1)}–${Math.max(...pauses).toFixed(1)} ms, mean ${mean.toFixed(2)} ms`,
-      );
-    }
-  }
+  for (const line of describeCollections(collectionsIn(readFileSync(file, "utf8")))) console.log(line);
 }
 
 const [mode, file] = process.argv.slice(2);
