@@ -156,6 +156,39 @@ function decisionOf(o: OutcomeRuntime, s: FactSnapshot, meters: MeterValues | un
   return d;
 }
 
+/**
+ * Every feature result, prebuilt or built per request, with or without an exposure, is one of
+ * these: one object shape, so the code reading results (evaluateBatch, the answer's JSON, the
+ * decision counts) stays compiled for it. Four shapes of plain object (frozen and not, each with
+ * and without `exposure`) made evaluateBatch's optimized code exit and be compiled again
+ * (docs/performance.md, "Compiles in the measured windows"). Not frozen (a frozen object is
+ * another shape): `readonly` keeps a shared result unwritten.
+ */
+class Result implements FeatureResult {
+  readonly decision: FeatureDecision;
+  readonly ticks: readonly string[];
+  readonly exposure: Exposure | undefined;
+  readonly json: string | undefined;
+  readonly jsonHead: string | undefined;
+  readonly slot: number;
+
+  constructor(
+    decision: FeatureDecision,
+    ticks: readonly string[],
+    exposure: Exposure | undefined,
+    json: string | undefined,
+    jsonHead: string | undefined,
+    slot: number,
+  ) {
+    this.decision = decision;
+    this.ticks = ticks;
+    this.exposure = exposure;
+    this.json = json;
+    this.jsonHead = jsonHead;
+    this.slot = slot;
+  }
+}
+
 /** One way a rule can end: an outcome, its exposure if split, and the prebuilt result when shareable. */
 interface Arm {
   readonly outcome: OutcomeRuntime;
@@ -224,22 +257,14 @@ function makeArm(
   const slot = slotOf(outcome, exposure);
   const prebuilt =
     outcome.resolveUrl === null
-      ? Object.freeze(
-          exposure === undefined
-            ? { decision: outcome.base, ticks, json: `${outcome.jsonHead}}`, slot }
-            : { decision: outcome.base, ticks, exposure, json: `${outcome.jsonHead}}`, slot },
-        )
+      ? new Result(outcome.base, ticks, exposure, `${outcome.jsonHead}}`, undefined, slot)
       : undefined;
   return { outcome, exposure, prebuilt, slot };
 }
 
 function result(arm: Arm, ticks: readonly string[], s: FactSnapshot, meters: MeterValues | undefined): FeatureResult {
   if (meters === undefined && arm.prebuilt !== undefined) return arm.prebuilt;
-  const decision = decisionOf(arm.outcome, s, meters);
-  const jsonHead = arm.outcome.jsonHead;
-  return arm.exposure === undefined
-    ? { decision, ticks, jsonHead, slot: arm.slot }
-    : { decision, ticks, exposure: arm.exposure, jsonHead, slot: arm.slot };
+  return new Result(decisionOf(arm.outcome, s, meters), ticks, arm.exposure, undefined, arm.outcome.jsonHead, arm.slot);
 }
 
 /** Shared by features that read no meter: their conditions never write to it. */

@@ -437,3 +437,37 @@ describe("journey features", () => {
     expect(testSite.features.get("journey")?.purpose).toBe("journey");
   });
 });
+
+describe("the results a batch answers with", () => {
+  // JavaScriptCore's id of an object's shape: code compiled for one shape leaves its compiled
+  // form on meeting another, so every kind of result must have the same (docs/performance.md).
+  const shape = (value: unknown) => /StructureID: (\d+)/.exec(jscDescribe(value))?.[1];
+  const spent = { content: { premium: false }, meters: { articles: { allowance: 3, count: 3, seen: false } } };
+
+  test("shared and per-request results, with and without an exposure, have one shape", () => {
+    const shared = run(["verdicts"], { context: { pick: "allow" } }).results[0];
+    const sharedExposed = run(["second_split"], { subject: "u-42" }).results[0];
+    const built = run(["teaser"], { meters: { calls: { allowance: 2, count: 0, seen: false } } }).results[0];
+    const builtExposed = run(["paywall"], { ...spent, subject: "u-42" }).results[0];
+    const journey = run(["journey"], { context: { offer: "basic" }, user: { id: "u-1" } }).results[0];
+    // Each is the kind it stands for: shared ones carry their JSON, built ones the head.
+    expect(shared?.json).toBeString();
+    expect(sharedExposed?.json).toBeString();
+    expect(sharedExposed?.exposure).toEqual({ experiment: "wall", variant: expect.any(String) });
+    expect(built?.json).toBeUndefined();
+    expect(built?.decision.meters).toBeDefined();
+    expect(builtExposed?.json).toBeUndefined();
+    expect(builtExposed?.exposure).toBeDefined();
+    expect(journey?.decision.url).toStartWith("https://shop.example/checkout");
+    const shapes = [shared, sharedExposed, built, builtExposed, journey].map(shape);
+    expect(shapes[0]).toBeDefined();
+    expect(new Set(shapes).size).toBe(1);
+  });
+
+  test("a shared result is the same object from one batch to the next and keeps its decision", () => {
+    const first = run(["verdicts"], { context: { pick: "deny" } }).results[0];
+    const second = run(["verdicts"], { context: { pick: "deny" } }).results[0];
+    expect(second).toBe(first);
+    expect(second?.decision).toEqual({ outcome: "deny", type: "deny" });
+  });
+});
