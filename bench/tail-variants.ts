@@ -11,8 +11,8 @@
  * optimizing (DFG, FTL) compiles each svc made during each window (`BUN_JSC_reportCompileTimes`,
  * read from its output: bench/jit-compiles.ts). `GCS=1` prints the collections each server made
  * during each window, per heap and kind, with every stop of the world (`BUN_JSC_logGC`, read by
- * bench/gc-log.ts; the minimal decide's too with `REFERENCE=1`). `PERF_OUT=<path>` records the server's core with
- * `perf` for 6 s of the first round into `<path>.<server>` (scheduler events for
+ * bench/gc-log.ts; the minimal decide's too with `REFERENCE=1`). `PERF_OUT=<path>` records the
+ * server's core with `perf` for 6 s of the first round into `<path>.<server>` (scheduler events for
  * `bench/stall-report.ts sched`; `PERF_EVENTS=cpu-clock` samples call graphs instead).
  */
 import { closeSync, mkdtempSync, openSync, readSync, statSync } from "node:fs";
