@@ -5,7 +5,9 @@
  * key and site, reads the JSON body, verifies the signed content with the core's verifier, counts
  * a meter for the reader and answers five decisions. Run as its own process
  * (`bun bench/minimal-decide.ts`, keys in MINIMAL_KEYS_FILE, one a line); prints
- * `{"message":"listening","port":N}`.
+ * `{"message":"listening","port":N}`. With `MINIMAL_LOAD_SVC=1` it first imports svc's modules
+ * (src/app.ts, src/deps.ts) and never calls them: the same decide in a process that holds svc's
+ * code (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md).
  */
 import { readFileSync } from "node:fs";
 import { createContentVerifier } from "../src/core/verifier";
@@ -64,8 +66,14 @@ export function startMinimalDecide(keys: ReadonlySet<string>, port = 0) {
 if (import.meta.main) {
   const file = process.env.MINIMAL_KEYS_FILE;
   const keys = new Set(file ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []);
+  const holdsSvc = process.env.MINIMAL_LOAD_SVC === "1";
+  if (holdsSvc) {
+    // Loaded only: nothing is created, started or called.
+    await import("../src/app.ts");
+    await import("../src/deps.ts");
+  }
   const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
-  console.log(JSON.stringify({ message: "listening", port: server.port }));
+  console.log(JSON.stringify({ message: "listening", port: server.port, holdsSvc }));
   const stop = () => {
     server.stop(true);
     process.exit(0);

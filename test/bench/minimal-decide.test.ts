@@ -1,0 +1,66 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { signArticles } from "../../bench/workload";
+
+// The bench's minimal hand-written decide (bench/minimal-decide.ts) as its own process, as the
+// pinned bench and bench/tail-variants.ts run it: plain, and holding svc's modules unused
+// (`MINIMAL_LOAD_SVC=1`). Both must answer the same decide.
+
+const ROOT = join(import.meta.dir, "..", "..");
+const work = mkdtempSync(join(tmpdir(), "minimal-decide-"));
+const keysFile = join(work, "keys");
+writeFileSync(keysFile, "key-a\nkey-b\n");
+const children: Bun.Subprocess[] = [];
+afterAll(() => {
+  for (const child of children) child.kill();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Starts it and returns its listening line (`{"message":"listening",...}`). */
+async function start(env: Record<string, string>): Promise<{ port: number; holdsSvc: boolean }> {
+  const child = Bun.spawn([process.execPath, "bench/minimal-decide.ts"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", MINIMAL_KEYS_FILE: keysFile, ...env },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  children.push(child);
+  const reader = child.stdout.getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const chunk = await reader.read();
+    if (chunk.done) throw new Error(`minimal decide exited: ${out}`);
+    out += new TextDecoder().decode(chunk.value);
+  }
+  reader.releaseLock();
+  return JSON.parse(out.slice(0, out.indexOf("\n")));
+}
+
+const [article] = signArticles(1, Date.now());
+
+async function decide(port: number, key: string) {
+  const response = await fetch(`http://127.0.0.1:${port}/v1/decide`, {
+    method: "POST",
+    headers: { "x-api-key": key, "x-svc-site-id": "bench", "content-type": "application/json" },
+    body: JSON.stringify({ features: ["paywall", "recirculation"], deviceId: "d-1", content: article?.content }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+describe("the minimal decide", () => {
+  for (const [name, env, holds] of [
+    ["plain", {}, false],
+    ["holding svc's modules", { MINIMAL_LOAD_SVC: "1" }, true],
+  ] as const) {
+    test(`${name}: answers a keyed decide and refuses an unknown key`, async () => {
+      const listening = await start(env);
+      expect(listening.holdsSvc).toBe(holds);
+      const answer = await decide(listening.port, "key-a");
+      expect(answer.status).toBe(200);
+      expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
+      expect((await decide(listening.port, "not-a-key")).status).toBe(401);
+    });
+  }
+});
