@@ -5,11 +5,13 @@
  * key and site, reads the JSON body, verifies the signed content with the core's verifier, counts
  * a meter for the reader and answers five decisions. Run as its own process
  * (`bun bench/minimal-decide.ts`, keys in MINIMAL_KEYS_FILE, one a line); prints
- * `{"message":"listening","port":N}`. With `MINIMAL_LOAD_SVC=1` it first imports svc's modules
- * (src/app.ts, src/deps.ts) and never calls them: the same decide in a process that holds svc's
- * code (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md).
+ * `{"message":"listening","port":N,...}` (with the number of functions it holds). `MINIMAL_IMPORT=src/app.ts,src/deps.ts` (paths in the
+ * checkout) first imports those modules and never calls them: the same decide in a process that
+ * holds svc's code (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md).
  */
+import { heapStats } from "bun:jsc";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createContentVerifier } from "../src/core/verifier";
 import { BENCH_SITE, CONTENT_KEYS } from "./site";
 
@@ -66,14 +68,14 @@ export function startMinimalDecide(keys: ReadonlySet<string>, port = 0) {
 if (import.meta.main) {
   const file = process.env.MINIMAL_KEYS_FILE;
   const keys = new Set(file ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []);
-  const holdsSvc = process.env.MINIMAL_LOAD_SVC === "1";
-  if (holdsSvc) {
-    // Loaded only: nothing is created, started or called.
-    await import("../src/app.ts");
-    await import("../src/deps.ts");
-  }
+  // Loaded only: nothing is created, started or called.
+  const holds = (process.env.MINIMAL_IMPORT ?? "").split(",").filter(Boolean);
+  for (const module of holds) await import(join(import.meta.dir, "..", module));
   const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
-  console.log(JSON.stringify({ message: "listening", port: server.port, holdsSvc }));
+  // The functions the process holds (JavaScriptCore's executables), after a full collection.
+  Bun.gc(true);
+  const executables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;
+  console.log(JSON.stringify({ message: "listening", port: server.port, holds, executables }));
   const stop = () => {
     server.stop(true);
     process.exit(0);

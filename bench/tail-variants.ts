@@ -5,8 +5,8 @@
  * the pinned bench's bodies), warms each with wrk for 5 s, then in each round sends each 5,000
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
  * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too, and
- * `REFERENCE_VARIANTS='{"name":{"ENV":"value"}}'` more of it (`MINIMAL_LOAD_SVC=1`: holding svc's
- * modules unused; bench/minimal-decide.ts). Each
+ * `REFERENCE_VARIANTS='{"name":{"ENV":"value"}}'` more of it (e.g. `"MINIMAL_IMPORT":"src/app.ts,src/deps.ts"`:
+ * holding svc's modules unused; bench/minimal-decide.ts). Each
  * round starts 3 s after the last load, once every server's quiet-time collection (a full
  * collection on CPU 0) is over. `THREADS=1` prints each server's threads' CPU over each window
  * (ms per second of load, from /proc; svc's and the minimal decide's). `COMPILES=1` prints the
@@ -85,7 +85,7 @@ for (const [name, env] of Object.entries(variants)) {
 // `REFERENCE=1`: the minimal hand-written decide (bench/minimal-decide.ts, the pinned bench's) on
 // CPU 0 too, measured in every round: what a server with none of svc's machinery gets that minute.
 // `REFERENCE_VARIANTS='{"name":{"ENV":"value"}}'` adds more of it, each with its environment over
-// the first's (e.g. `"MINIMAL_LOAD_SVC":"1"`: holding svc's modules, unused).
+// the first's (e.g. `"MINIMAL_IMPORT":"src/app.ts,src/deps.ts"`: holding svc's modules, unused).
 const first = servers[0];
 if (process.env.REFERENCE === "1" && first !== undefined && firstFiles !== undefined) {
   const references: Record<string, Record<string, string>> = {

@@ -6,7 +6,7 @@ import { signArticles } from "../../bench/workload";
 
 // The bench's minimal hand-written decide (bench/minimal-decide.ts) as its own process, as the
 // pinned bench and bench/tail-variants.ts run it: plain, and holding svc's modules unused
-// (`MINIMAL_LOAD_SVC=1`). Both must answer the same decide.
+// (`MINIMAL_IMPORT=src/app.ts,src/deps.ts`). Both must answer the same decide.
 
 const ROOT = join(import.meta.dir, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "minimal-decide-"));
@@ -19,7 +19,7 @@ afterAll(() => {
 });
 
 /** Starts it and returns its listening line (`{"message":"listening",...}`). */
-async function start(env: Record<string, string>): Promise<{ port: number; holdsSvc: boolean }> {
+async function start(env: Record<string, string>): Promise<{ port: number; holds: string[]; executables: number }> {
   const child = Bun.spawn([process.execPath, "bench/minimal-decide.ts"], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", MINIMAL_KEYS_FILE: keysFile, ...env },
@@ -51,16 +51,22 @@ async function decide(port: number, key: string) {
 
 describe("the minimal decide", () => {
   for (const [name, env, holds] of [
-    ["plain", {}, false],
-    ["holding svc's modules", { MINIMAL_LOAD_SVC: "1" }, true],
+    ["plain", {}, []],
+    ["holding svc's modules", { MINIMAL_IMPORT: "src/app.ts,src/deps.ts" }, ["src/app.ts", "src/deps.ts"]],
   ] as const) {
     test(`${name}: answers a keyed decide and refuses an unknown key`, async () => {
       const listening = await start(env);
-      expect(listening.holdsSvc).toBe(holds);
+      expect(listening.holds).toEqual([...holds]);
       const answer = await decide(listening.port, "key-a");
       expect(answer.status).toBe(200);
       expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
       expect((await decide(listening.port, "not-a-key")).status).toBe(401);
     });
   }
+  test("holding svc's modules means holding thousands more functions", async () => {
+    const plain = (await start({})).executables;
+    const holding = (await start({ MINIMAL_IMPORT: "src/app.ts,src/deps.ts" })).executables;
+    expect(plain).toBeGreaterThan(0);
+    expect(holding).toBeGreaterThan(plain + 3_000);
+  });
 });
