@@ -4,14 +4,21 @@
 #   bench/alternate-pinned.sh ROUNDS DIR [DIR]...
 # DIR is a checkout (e.g. a `git worktree add` of an earlier commit with node_modules linked in).
 # Prints each run's svc row (req/s, share of the ceiling, server CPU per request, p50/p99 at
-# 5,000 req/s) and the ceiling's req/s.
+# 5,000 req/s) and the ceiling's req/s. Every other round runs the checkouts in reverse order:
+# on a 2-core machine the second run of a pair has measured slower whichever checkout it was
+# (bench/HISTORY.md, "One shape of feature result"), so with an even number of rounds each
+# checkout runs first as often as it runs second.
 set -u
 rounds="${1:?usage: bench/alternate-pinned.sh ROUNDS DIR [DIR]...}"
 shift
 [ $# -gt 0 ] || { echo "usage: bench/alternate-pinned.sh ROUNDS DIR [DIR]..." >&2; exit 2; }
 out="$(mktemp -d)"
+forward=("$@")
+backward=()
+for ((i = $# - 1; i >= 0; i--)); do backward+=("${forward[i]}"); done
 for round in $(seq 1 "$rounds"); do
-  for dir in "$@"; do
+  if ((round % 2 == 1)); then order=("${forward[@]}"); else order=("${backward[@]}"); fi
+  for dir in "${order[@]}"; do
     name="$(cd "$dir" && git rev-parse --short HEAD)"
     log="$out/$name-$round.log"
     (cd "$dir" && npx bun bench/run.ts --pin --quick --transports h1 --rounds 2 >"$log" 2>&1)
