@@ -8,9 +8,12 @@
  * `{"message":"listening","port":N,...}` (with the number of functions it holds). `MINIMAL_IMPORT=src/app.ts,src/deps.ts` (paths in the
  * checkout) first imports those modules and never calls them: the same decide in a process that
  * holds svc's code (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md).
+ * `MINIMAL_BESIDE_SVC=<n>` also starts svc in the same process (bench/in-process.ts: embedded
+ * store, the bench site, 300 keys), answers n keyed decide requests through it, and leaves it
+ * idle (its timers running) while this decide serves.
  */
 import { heapStats } from "bun:jsc";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { createContentVerifier } from "../src/core/verifier";
 import { BENCH_SITE, CONTENT_KEYS } from "./site";
@@ -71,6 +74,14 @@ if (import.meta.main) {
   // Loaded only: nothing is created, started or called.
   const holds = (process.env.MINIMAL_IMPORT ?? "").split(",").filter(Boolean);
   for (const module of holds) await import(join(import.meta.dir, "..", module));
+  // svc started beside it and warmed, then left idle (`MINIMAL_BESIDE_SVC`).
+  const beside = Number(process.env.MINIMAL_BESIDE_SVC ?? 0);
+  let besideFolder: string | undefined;
+  if (beside > 0) {
+    const { serveInProcess } = await import("./in-process");
+    await (await serveInProcess(join(import.meta.dir, ".."))).run(beside);
+    besideFolder = process.env.SVC_DATA_DIR; // its store's fresh folder, removed at the end
+  }
   const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
   // The functions the process holds (JavaScriptCore's executables), after a full collection.
   Bun.gc(true);
@@ -78,6 +89,7 @@ if (import.meta.main) {
   console.log(JSON.stringify({ message: "listening", port: server.port, holds, executables }));
   const stop = () => {
     server.stop(true);
+    if (besideFolder !== undefined) rmSync(besideFolder, { recursive: true, force: true });
     process.exit(0);
   };
   process.on("SIGTERM", stop);

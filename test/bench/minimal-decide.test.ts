@@ -5,8 +5,9 @@ import { join } from "node:path";
 import { signArticles } from "../../bench/workload";
 
 // The bench's minimal hand-written decide (bench/minimal-decide.ts) as its own process, as the
-// pinned bench and bench/tail-variants.ts run it: plain, and holding svc's modules unused
-// (`MINIMAL_IMPORT=src/app.ts,src/deps.ts`). Both must answer the same decide.
+// pinned bench and bench/tail-variants.ts run it: plain, holding svc's modules unused
+// (`MINIMAL_IMPORT=src/app.ts,src/deps.ts`), and beside a started svc (`MINIMAL_BESIDE_SVC`). All
+// must answer the same decide.
 
 const ROOT = join(import.meta.dir, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "minimal-decide-"));
@@ -63,6 +64,13 @@ describe("the minimal decide", () => {
       expect((await decide(listening.port, "not-a-key")).status).toBe(401);
     });
   }
+  test("beside a started svc: svc answered its warm-up in the same process, and this one still answers", async () => {
+    const listening = await start({ MINIMAL_BESIDE_SVC: "200" });
+    expect(listening.executables).toBeGreaterThan(6_000);
+    const answer = await decide(listening.port, "key-b");
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
+  }, 30_000);
   test("holding svc's modules means holding thousands more functions", async () => {
     const plain = (await start({})).executables;
     const holding = (await start({ MINIMAL_IMPORT: "src/app.ts,src/deps.ts" })).executables;
