@@ -5,12 +5,14 @@
  * key and site, reads the JSON body, verifies the signed content with the core's verifier, counts
  * a meter for the reader and answers five decisions. Run as its own process
  * (`bun bench/minimal-decide.ts`, keys in MINIMAL_KEYS_FILE, one a line); prints
- * `{"message":"listening","port":N,...}` (with the number of functions it holds). `MINIMAL_IMPORT=src/app.ts,src/deps.ts` (paths in the
- * checkout) first imports those modules and never calls them: the same decide in a process that
- * holds svc's code (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md).
- * `MINIMAL_BESIDE_SVC=<n>` also starts svc in the same process (bench/in-process.ts: embedded
- * store, the bench site, 300 keys), answers n keyed decide requests through it, and leaves it
- * idle (its timers running) while this decide serves.
+ * `{"message":"listening","port":N,...}` with the number of functions it holds.
+ *
+ * `MINIMAL_IMPORT=src/app.ts,src/deps.ts` (paths in the checkout) first imports those modules and
+ * never calls them: the same decide in a process that holds svc's code. `MINIMAL_BESIDE_SVC=<n>`
+ * starts svc in the same process (bench/in-process.ts: embedded store, the bench site, 300 keys),
+ * answers n keyed decide requests through it and leaves it idle, its timers running, while this
+ * decide serves (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md, "What holding
+ * svc's code costs the tail").
  */
 import { heapStats } from "bun:jsc";
 import { readFileSync, rmSync } from "node:fs";

@@ -5,11 +5,11 @@
  * the pinned bench's bodies), warms each with wrk for 5 s, then in each round sends each 5,000
  * req/s for 8 s from the open-loop sender on CPU 1 and prints p50, p99, p99.9 and the slowest
  * answer (ms). `REFERENCE=1` measures the minimal hand-written decide in each round too, and
- * `REFERENCE_VARIANTS='{"name":{"ENV":"value"}}'` more of it (e.g. `"MINIMAL_IMPORT":"src/app.ts,src/deps.ts"`:
- * holding svc's modules unused; bench/minimal-decide.ts). Each
- * round starts 3 s after the last load, once every server's quiet-time collection (a full
- * collection on CPU 0) is over. `THREADS=1` prints each server's threads' CPU over each window
- * (ms per second of load, from /proc; svc's and the minimal decide's). `COMPILES=1` prints the
+ * `REFERENCE_VARIANTS='{"name":{"ENV":"value"}}'` more of it (bench/minimal-decide.ts: e.g.
+ * `"MINIMAL_IMPORT":"src/app.ts,src/deps.ts"` holds svc's modules unused). Each round starts 3 s
+ * after the last load, once every server's quiet-time collection (a full collection on CPU 0) is
+ * over. `THREADS=1` prints each server's threads' CPU over each window (ms per second of load,
+ * from /proc; svc's and the minimal decide's). `COMPILES=1` prints the
  * optimizing (DFG, FTL) compiles each svc made during each window (`BUN_JSC_reportCompileTimes`,
  * read from its output: bench/jit-compiles.ts). `GCS=1` prints the collections each server made
  * during each window, per heap and kind, with every stop of the world (`BUN_JSC_logGC`, read by
