@@ -11,8 +11,9 @@
  * never calls them: the same decide in a process that holds svc's code. `MINIMAL_BESIDE_SVC=<n>`
  * starts svc in the same process (bench/in-process.ts: embedded store, the bench site, 300 keys),
  * answers n keyed decide requests through it and leaves it idle, its timers running, while this
- * decide serves (bench/tail-variants.ts `REFERENCE_VARIANTS`; docs/performance.md, "What holding
- * svc's code costs the tail").
+ * decide serves; with `MINIMAL_BESIDE_STOPPED=1` its timers and background work are stopped
+ * (`stopDeps`, the database left open), so only what it holds stays (bench/tail-variants.ts
+ * `REFERENCE_VARIANTS`; docs/performance.md, "What holding svc's code costs the tail").
  */
 import { heapStats } from "bun:jsc";
 import { readFileSync, rmSync } from "node:fs";
@@ -79,16 +80,25 @@ if (import.meta.main) {
   // svc started beside it and warmed, then left idle (`MINIMAL_BESIDE_SVC`).
   const beside = Number(process.env.MINIMAL_BESIDE_SVC ?? 0);
   let besideFolder: string | undefined;
+  /** Whether the svc beside it is still started (its timers running), when there is one. */
+  let besideStarted: boolean | undefined;
   if (beside > 0) {
     const { serveInProcess } = await import("./in-process");
-    await (await serveInProcess(join(import.meta.dir, ".."))).run(beside);
+    const svc = await serveInProcess(join(import.meta.dir, ".."));
+    await svc.run(beside);
     besideFolder = process.env.SVC_DATA_DIR; // its store's fresh folder, removed at the end
+    if (process.env.MINIMAL_BESIDE_STOPPED === "1") {
+      // Its timers and background work stopped (the database left open): only what it holds stays.
+      const { stopDeps } = await import("../src/deps.ts");
+      await stopDeps(svc.deps, { closeDatabase: false });
+    }
+    besideStarted = svc.deps.lifecycle.started;
   }
   const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
   // The functions the process holds (JavaScriptCore's executables), after a full collection.
   Bun.gc(true);
   const executables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;
-  console.log(JSON.stringify({ message: "listening", port: server.port, holds, executables }));
+  console.log(JSON.stringify({ message: "listening", port: server.port, holds, executables, besideStarted }));
   const stop = () => {
     server.stop(true);
     if (besideFolder !== undefined) rmSync(besideFolder, { recursive: true, force: true });

@@ -20,7 +20,12 @@ afterAll(() => {
 });
 
 /** Starts it and returns its listening line (`{"message":"listening",...}`). */
-async function start(env: Record<string, string>): Promise<{ port: number; holds: string[]; executables: number }> {
+async function start(env: Record<string, string>): Promise<{
+  port: number;
+  holds: string[];
+  executables: number;
+  besideStarted?: boolean;
+}> {
   const child = Bun.spawn([process.execPath, "bench/minimal-decide.ts"], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", PORT: "0", MINIMAL_KEYS_FILE: keysFile, ...env },
@@ -64,13 +69,19 @@ describe("the minimal decide", () => {
       expect((await decide(listening.port, "not-a-key")).status).toBe(401);
     });
   }
-  test("beside a started svc: svc answered its warm-up in the same process, and this one still answers", async () => {
-    const listening = await start({ MINIMAL_BESIDE_SVC: "200" });
-    expect(listening.executables).toBeGreaterThan(6_000);
-    const answer = await decide(listening.port, "key-b");
-    expect(answer.status).toBe(200);
-    expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
-  }, 30_000);
+  for (const [name, env, started] of [
+    ["beside a started svc", { MINIMAL_BESIDE_SVC: "200" }, true],
+    ["beside a stopped svc", { MINIMAL_BESIDE_SVC: "200", MINIMAL_BESIDE_STOPPED: "1" }, false],
+  ] as const) {
+    test(`${name}: svc answered its warm-up in the same process, and this one still answers`, async () => {
+      const listening = await start(env);
+      expect(listening.besideStarted).toBe(started);
+      expect(listening.executables).toBeGreaterThan(6_000);
+      const answer = await decide(listening.port, "key-b");
+      expect(answer.status).toBe(200);
+      expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
+    }, 30_000);
+  }
   test("holding svc's modules means holding thousands more functions", async () => {
     const plain = (await start({})).executables;
     const holding = (await start({ MINIMAL_IMPORT: "src/app.ts,src/deps.ts" })).executables;
