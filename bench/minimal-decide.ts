@@ -74,6 +74,8 @@ export function startMinimalDecide(keys: ReadonlySet<string>, port = 0) {
 if (import.meta.main) {
   const file = process.env.MINIMAL_KEYS_FILE;
   const keys = new Set(file ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []);
+  // Read first: the svc started beside it sets PORT for its own listener.
+  const port = Number(process.env.PORT ?? 0);
   // Loaded only: nothing is created, started or called.
   const holds = (process.env.MINIMAL_IMPORT ?? "").split(",").filter(Boolean);
   for (const module of holds) await import(join(import.meta.dir, "..", module));
@@ -94,7 +96,7 @@ if (import.meta.main) {
     }
     besideStarted = svc.deps.lifecycle.started;
   }
-  const server = startMinimalDecide(keys, Number(process.env.PORT ?? 0));
+  const server = startMinimalDecide(keys, port);
   // The functions the process holds (JavaScriptCore's executables), after a full collection.
   Bun.gc(true);
   const executables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;

@@ -74,7 +74,12 @@ describe("the minimal decide", () => {
     ["beside a stopped svc", { MINIMAL_BESIDE_SVC: "200", MINIMAL_BESIDE_STOPPED: "1" }, false],
   ] as const) {
     test(`${name}: svc answered its warm-up in the same process, and this one still answers`, async () => {
-      const listening = await start(env);
+      // The port it is asked for, though the svc beside it sets PORT for its own listener.
+      const free = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+      const asked = free.port;
+      free.stop(true);
+      const listening = await start({ ...env, PORT: String(asked) });
+      expect(listening.port).toBe(asked);
       expect(listening.besideStarted).toBe(started);
       expect(listening.executables).toBeGreaterThan(6_000);
       const answer = await decide(listening.port, "key-b");
