@@ -81,6 +81,9 @@ if (import.meta.main) {
   for (const module of holds) await import(join(import.meta.dir, "..", module));
   // svc started beside it and warmed, then left idle (`MINIMAL_BESIDE_SVC`).
   const beside = Number(process.env.MINIMAL_BESIDE_SVC ?? 0);
+  if (!Number.isSafeInteger(beside) || beside < 0) {
+    throw new Error(`MINIMAL_BESIDE_SVC must be a count of requests (got "${process.env.MINIMAL_BESIDE_SVC}")`);
+  }
   let besideFolder: string | undefined;
   /** Whether the svc beside it is still started (its timers running), when there is one. */
   let besideStarted: boolean | undefined;

@@ -87,6 +87,10 @@ describe("the minimal decide", () => {
       expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
     }, 30_000);
   }
+  test("a module that is not there, or a count that is not one, stops it before it serves", async () => {
+    await expect(start({ MINIMAL_IMPORT: "src/no-such-module.ts" })).rejects.toThrow("minimal decide exited");
+    await expect(start({ MINIMAL_BESIDE_SVC: "many" })).rejects.toThrow("minimal decide exited");
+  });
   test("holding svc's modules means holding thousands more functions", async () => {
     const plain = (await start({})).executables;
     const holding = (await start({ MINIMAL_IMPORT: "src/app.ts,src/deps.ts" })).executables;
