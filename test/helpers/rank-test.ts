@@ -52,12 +52,43 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** How many of each kind's calls came `lag` calls after an `a`. */
+export function afterA(order: readonly ("a" | "b")[], lag: number): { a: number; b: number } {
+  const counts = { a: 0, b: 0 };
+  for (let i = lag; i < order.length; i++) if (order[i - lag] === "a") counts[order[i] as "a" | "b"]++;
+  return counts;
+}
+
 /**
- * Times `pairs` pairs of calls (wall time, and the CPU time the whole process spent meanwhile,
- * every thread counted: the database's too on the embedded store), `a` and `b` in a seeded random order within each pair (so drift
- * and load spikes fall on both alike), after `warmup` pairs that are not kept. `settle` runs
- * before every timed call, untimed: what a call hands off to the background is done before the
- * next call starts, so each call is timed from the same quiet state.
+ * The order of a timing run: `pairs` calls of each kind, shuffled (seeded), taken only when each
+ * kind comes one, two and three calls after an `a` as often as the other (within one). What a call leaves
+ * behind can slow the call after it: a console user's sign-in leaves a link and a mail to write,
+ * and the call after one measured 0.9 ms slower whatever it was (server store, 2026-11-28). Within
+ * pairs in random order, a `b` followed an `a` three times in four and an `a` once in four, so
+ * that carry-over alone made `a` look faster (it failed CI at p = 4.6e-5).
+ */
+export function balancedOrder(pairs: number, seed: number): ("a" | "b")[] {
+  const random = seededRandom(seed);
+  for (;;) {
+    const order: ("a" | "b")[] = [...Array(pairs).fill("a"), ...Array(pairs).fill("b")];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j] as "a" | "b", order[i] as "a" | "b"];
+    }
+    const balanced = [1, 2, 3].every((lag) => {
+      const after = afterA(order, lag);
+      return Math.abs(after.a - after.b) <= 1;
+    });
+    if (balanced) return order;
+  }
+}
+
+/**
+ * Times `pairs` calls of `a` and as many of `b` (wall time, and the CPU time the whole process
+ * spent meanwhile, every thread counted: the database's too on the embedded store) in a
+ * `balancedOrder`, after `warmup` pairs, alternating, that are not kept. `settle` runs before
+ * every timed call, untimed: what a call hands off to the background is done before the next
+ * call starts; what it still leaves behind falls on both kinds alike.
  */
 export async function timePairs(options: {
   pairs: number;
@@ -67,24 +98,24 @@ export async function timePairs(options: {
   b: (i: number) => Promise<unknown>;
   settle: () => Promise<void>;
 }): Promise<{ a: number[]; b: number[]; cpu: { a: number[]; b: number[] } }> {
-  const random = seededRandom(options.seed ?? 36);
+  const warmup = options.warmup ?? 5;
+  const order = [
+    ...Array.from({ length: 2 * warmup }, (_, i) => (i % 2 === 0 ? "a" : "b") as "a" | "b"),
+    ...balancedOrder(options.pairs, options.seed ?? 36),
+  ];
   const a: number[] = [];
   const b: number[] = [];
   const cpu = { a: [] as number[], b: [] as number[] };
-  const warmup = options.warmup ?? 5;
-  for (let i = 0; i < warmup + options.pairs; i++) {
-    const order: ("a" | "b")[] = random() < 0.5 ? ["a", "b"] : ["b", "a"];
-    for (const which of order) {
-      await options.settle();
-      const cpuBefore = process.cpuUsage();
-      const started = performance.now();
-      await (which === "a" ? options.a(i) : options.b(i));
-      const took = performance.now() - started;
-      const used = process.cpuUsage(cpuBefore);
-      if (i >= warmup) {
-        (which === "a" ? a : b).push(took);
-        cpu[which].push((used.user + used.system) / 1000);
-      }
+  for (const [i, which] of order.entries()) {
+    await options.settle();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await (which === "a" ? options.a(i) : options.b(i));
+    const took = performance.now() - started;
+    const used = process.cpuUsage(cpuBefore);
+    if (i >= 2 * warmup) {
+      (which === "a" ? a : b).push(took);
+      cpu[which].push((used.user + used.system) / 1000);
     }
   }
   return { a, b, cpu };

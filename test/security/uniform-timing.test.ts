@@ -7,7 +7,7 @@ import { consoleClient } from "../helpers/console";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 import { roomyMailBudgets } from "../helpers/mail-budgets";
-import { mannWhitneyU, timePairs } from "../helpers/rank-test";
+import { afterA, balancedOrder, mannWhitneyU, seededRandom, timePairs } from "../helpers/rank-test";
 import { startSmtpServer } from "../helpers/smtp";
 import { type NewsletterWorld, newsletterWorld } from "../newsletters/fixture";
 
@@ -18,9 +18,10 @@ import { type NewsletterWorld, newsletterWorld } from "../newsletters/fixture";
  * work whatever the address and hand the rest to a job, so the two samples come from one
  * distribution: a rank test over 30 pairs must not tell them apart.
  *
- * Not a performance assertion: no time is compared with a number. The pairs are timed in a
- * seeded random order after the previous call's background work has finished, so load and drift
- * fall on both sides alike; the test fails only when the rank test puts the difference below a
+ * Not a performance assertion: no time is compared with a number. The calls are timed in a
+ * seeded shuffled order, each kind following each kind equally often (`balancedOrder`), after the
+ * previous call's background work has finished, so load, drift and what a call leaves behind fall
+ * on both sides alike; the test fails only when the rank test puts the difference below a
  * 0.01% chance. The reported defect's timings differed at well under one in a million (the old
  * subscribe path: p = 2.3e-6 here), so this still catches it; at 0.1% the four comparisons of a
  * store ran into a chance failure in CI (a console user 0.6 ms faster, p = 9e-4, 2026-11-26).
@@ -103,6 +104,35 @@ describe("the rank test itself", () => {
     const slower = shifted.map((x) => x + 3);
     expect(mannWhitneyU(slower, shifted).p).toBeLessThan(ALPHA);
     expect(mannWhitneyU(shifted, [...shifted].reverse()).p).toBeCloseTo(1, 6);
+  });
+
+  it("times the two kinds in an order where each follows an `a` as often as the other, so carry-over falls on both", () => {
+    // A call that costs 0.9 ms more after an `a`, whatever it is (what a console user's sign-in left behind).
+    const costs = (order: readonly ("a" | "b")[]) => {
+      const out = { a: [] as number[], b: [] as number[] };
+      for (const [i, which] of order.entries()) out[which].push(5 + (order[i - 1] === "a" ? 0.9 : 0));
+      return out;
+    };
+    for (const seed of [36, 1, 2]) {
+      const order = balancedOrder(PAIRS, seed);
+      expect(order.filter((x) => x === "a")).toHaveLength(PAIRS);
+      expect(order.filter((x) => x === "b")).toHaveLength(PAIRS);
+      for (const lag of [1, 2, 3]) {
+        const after = afterA(order, lag);
+        expect(Math.abs(after.a - after.b)).toBeLessThanOrEqual(1);
+      }
+      const { a, b } = costs(order);
+      expect(mannWhitneyU(a, b).p).toBeGreaterThan(0.5);
+    }
+    expect(balancedOrder(PAIRS, 36)).toEqual(balancedOrder(PAIRS, 36));
+    // Pairs in random order (this helper's order until 2026-11-28): a `b` follows an `a` about
+    // three times as often as an `a` does, and the carry-over alone tells them apart.
+    const random = seededRandom(36);
+    const pairs = Array.from({ length: 200 }, () => (random() < 0.5 ? ["a", "b"] : ["b", "a"]) as ("a" | "b")[]).flat();
+    const after = afterA(pairs, 1);
+    expect(after.b).toBeGreaterThan(2 * after.a);
+    const { a, b } = costs(pairs);
+    expect(mannWhitneyU(a, b).p).toBeLessThan(ALPHA);
   });
 });
 
