@@ -14,6 +14,9 @@
  * decide serves; with `MINIMAL_BESIDE_STOPPED=1` its timers and background work are stopped
  * (`stopDeps`, the database left open), so only what it holds stays (bench/tail-variants.ts
  * `REFERENCE_VARIANTS`; docs/performance.md, "What holding svc's code costs the tail").
+ * `MINIMAL_IN_WORKER=1` serves the decide from a Worker (bench/minimal-decide-worker.ts), a thread
+ * with a heap of its own, whatever this thread holds or runs beside it; `executables` is then the
+ * worker's, `mainExecutables` this thread's.
  */
 import { heapStats } from "bun:jsc";
 import { readFileSync, rmSync } from "node:fs";
@@ -99,13 +102,30 @@ if (import.meta.main) {
     }
     besideStarted = svc.deps.lifecycle.started;
   }
-  const server = startMinimalDecide(keys, port);
   // The functions the process holds (JavaScriptCore's executables), after a full collection.
   Bun.gc(true);
-  const executables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;
-  console.log(JSON.stringify({ message: "listening", port: server.port, holds, executables, besideStarted }));
+  const mainExecutables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;
+  let serving: { port: number; executables: number; stop: () => void };
+  if (process.env.MINIMAL_IN_WORKER === "1") {
+    const worker = new Worker(new URL("./minimal-decide-worker.ts", import.meta.url).href);
+    const ready = new Promise<{ port: number; executables: number }>((resolve) => {
+      worker.onmessage = (event) => resolve(event.data);
+    });
+    worker.postMessage({ keys: [...keys], port });
+    serving = { ...(await ready), stop: () => worker.terminate() };
+  } else {
+    const server = startMinimalDecide(keys, port);
+    Bun.gc(true);
+    const executables = heapStats().objectTypeCounts.FunctionExecutable ?? 0;
+    serving = { port: server.port ?? port, executables, stop: () => server.stop(true) };
+  }
+  const { port: listening, executables } = serving;
+  const inWorker = process.env.MINIMAL_IN_WORKER === "1" ? { mainExecutables } : {};
+  console.log(
+    JSON.stringify({ message: "listening", port: listening, holds, executables, besideStarted, ...inWorker }),
+  );
   const stop = () => {
-    server.stop(true);
+    serving.stop();
     if (besideFolder !== undefined) rmSync(besideFolder, { recursive: true, force: true });
     process.exit(0);
   };

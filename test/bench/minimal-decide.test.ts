@@ -25,6 +25,7 @@ async function start(env: Record<string, string>): Promise<{
   holds: string[];
   executables: number;
   besideStarted?: boolean;
+  mainExecutables?: number;
 }> {
   const child = Bun.spawn([process.execPath, "bench/minimal-decide.ts"], {
     cwd: ROOT,
@@ -87,6 +88,21 @@ describe("the minimal decide", () => {
       expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
     }, 30_000);
   }
+  test("in a thread of its own beside a started svc: its heap holds only the decide's functions, and it answers", async () => {
+    const free = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const asked = free.port;
+    free.stop(true);
+    const listening = await start({ MINIMAL_BESIDE_SVC: "200", MINIMAL_IN_WORKER: "1", PORT: String(asked) });
+    expect(listening.port).toBe(asked);
+    expect(listening.besideStarted).toBe(true);
+    // svc's functions are in the main thread's heap; the worker's holds about the plain decide's.
+    expect(listening.mainExecutables).toBeGreaterThan(6_000);
+    expect(listening.executables).toBeLessThan(2_000);
+    const answer = await decide(listening.port, "key-a");
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
+    expect((await decide(listening.port, "not-a-key")).status).toBe(401);
+  }, 60_000);
   test("a module that is not there, or a count that is not one, stops it before it serves", async () => {
     await expect(start({ MINIMAL_IMPORT: "src/no-such-module.ts" })).rejects.toThrow("minimal decide exited");
     await expect(start({ MINIMAL_BESIDE_SVC: "many" })).rejects.toThrow("minimal decide exited");
