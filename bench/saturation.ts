@@ -68,7 +68,14 @@ export interface CeilingServer {
  */
 export async function startCeilingServer(
   bodyFile: string,
-  options: { cpus?: string; script?: string; env?: Record<string, string>; stderrFile?: string } = {},
+  options: {
+    cpus?: string;
+    script?: string;
+    env?: Record<string, string>;
+    stderrFile?: string;
+    /** How long it may take to print its port (15 s; a minimal decide warming a svc beside it takes longer). */
+    startupMs?: number;
+  } = {},
 ): Promise<CeilingServer> {
   const command = [process.execPath, options.script ?? "bench/ceiling-server.ts"];
   const child = track(
@@ -82,7 +89,7 @@ export async function startCeilingServer(
   );
   const reader = child.stdout.getReader();
   let out = "";
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + (options.startupMs ?? 15_000);
   let pending = reader.read();
   while (Date.now() < deadline) {
     const chunk = await Promise.race([pending, Bun.sleep(500).then(() => null)]);
