@@ -1,8 +1,8 @@
 /**
  * Memory: on a fresh server, touch N distinct meter subjects (each request names a new device
  * id; the paywall and recirculation features hold its seen and count meters), wait until the
- * server has written its backlog, run its quiet-time collection and gone quiet, then read VmRSS
- * from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
+ * server has written its backlog, run its quiet-time collection and gone quiet, and its RSS has
+ * stopped falling, then read VmRSS from /proc/<pid>/status. Closed loop, keys rotated so no key reaches
  * its window. Bodies are built per request from pre-signed articles: only the device id varies,
  * nothing is signed here.
  */
@@ -10,7 +10,7 @@
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
 import { type DriveResult, driveClosedLoop } from "./closed-loop";
 import { buildRequest } from "./http-conn";
-import { rssMb, waitUntilQuiet } from "./proc";
+import { rssMb, waitUntilQuiet, waitUntilRssSteady } from "./proc";
 import type { ServerHandle } from "./server";
 import { BENCH_SITE } from "./site";
 import { round } from "./stats";
@@ -42,13 +42,16 @@ export interface MemoryResult
   /** Meters held per subject: `articles` (seen) and `api_views` (count). */
   meters_per_subject: number;
   /**
-   * RSS after `subjects_touched`, once the server went quiet (its write backlog flushed); the
-   * one-million figure is set only when a million were touched.
+   * RSS after `subjects_touched`, once the server went quiet (its write backlog flushed) and its
+   * RSS stopped falling; the one-million figure is set only when a million were touched.
    */
   rss_mb: number;
   /** RSS the moment the load stopped, before the backlog was written. */
   rss_mb_at_load_end: number;
-  /** Seconds from the end of the load until the server went quiet, and whether it did in time. */
+  /**
+   * Seconds from the end of the load until the server went quiet and its RSS stopped falling, and
+   * whether both came in time.
+   */
   settle_s: number;
   settled: boolean;
   rss_mb_at_1m_subjects: number | null;
@@ -101,11 +104,18 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   // sooner than its quiet-time collection (src/runtime/idle-collection.ts: a check every half of
   // IDLE_QUIET_MS, so within twice it of the last answer), which hands the burst's garbage back.
   // Without that floor the read raced the collection: a server quiet at once was read before it.
+  // And once quiet, until its RSS stops falling: on a slower machine the read came while the
+  // collection was still handing memory back (299.8 MB at the read, 276.0 two seconds later and
+  // steady; bench/HISTORY.md, 2026-11-28, seventeenth session).
   const rssAtLoadEnd = rssMb(o.server.pid);
   await Bun.sleep(IDLE_QUIET_MS * 2);
   const quiet = await waitUntilQuiet(o.server.pid, o.settleLimitS);
-  const settled = { ...quiet, seconds: round(quiet.seconds + (IDLE_QUIET_MS * 2) / 1000, 1) };
-  const rss = rssMb(o.server.pid);
+  const steady = await waitUntilRssSteady(o.server.pid, Math.max(0, o.settleLimitS - quiet.seconds));
+  const settled = {
+    quiet: quiet.quiet && steady.steady,
+    seconds: round(quiet.seconds + steady.seconds + (IDLE_QUIET_MS * 2) / 1000, 1),
+  };
+  const rss = steady.rssMb;
   const touched = run.status_200;
   curve.push({ subjects: touched, rss_mb: round(rss, 1) });
   return {

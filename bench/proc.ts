@@ -287,3 +287,32 @@ export async function waitUntilQuiet(pid: number, limitS: number): Promise<{ sec
     if (seconds >= limitS) return { seconds, quiet: false };
   }
 }
+
+/** RSS falling by less than this in a second counts as steady. */
+const STEADY_MB_PER_S = 1;
+
+/**
+ * Waits (up to `limitS`) until the process' RSS has fallen by less than 1 MB in each of two
+ * seconds in a row: a server that has gone quiet may still be handing memory back (its
+ * collections and the allocator's purge run after its CPU falls), and a read before that is done
+ * sees garbage, not what the server holds. Growth counts as steady (the wait is for memory coming
+ * back, not for a server that grows). `steady` is false at the limit or when the process is gone.
+ */
+export async function waitUntilRssSteady(
+  pid: number,
+  limitS: number,
+): Promise<{ seconds: number; steady: boolean; rssMb: number }> {
+  const t0 = performance.now();
+  let last = rssMb(pid);
+  let steadySeconds = 0;
+  for (;;) {
+    const seconds = round((performance.now() - t0) / 1000, 1);
+    if (Number.isNaN(last)) return { seconds, steady: false, rssMb: last };
+    if (steadySeconds >= 2) return { seconds, steady: true, rssMb: last };
+    if (seconds >= limitS) return { seconds, steady: false, rssMb: last };
+    await Bun.sleep(1_000);
+    const now = rssMb(pid);
+    steadySeconds = last - now < STEADY_MB_PER_S ? steadySeconds + 1 : 0;
+    last = now;
+  }
+}
