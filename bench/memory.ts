@@ -48,6 +48,8 @@ export interface MemoryResult
   rss_mb: number;
   /** RSS the moment the load stopped, before the backlog was written. */
   rss_mb_at_load_end: number;
+  /** RSS once the server went quiet, before its RSS stopped falling (what was read until e35999f). */
+  rss_mb_at_quiet: number;
   /**
    * Seconds from the end of the load until the server went quiet and its RSS stopped falling, and
    * whether both came in time.
@@ -105,11 +107,12 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
   // IDLE_QUIET_MS, so within twice it of the last answer), which hands the burst's garbage back.
   // Without that floor the read raced the collection: a server quiet at once was read before it.
   // And once quiet, until its RSS stops falling: on a slower machine the read came while the
-  // collection was still handing memory back (299.8 MB at the read, 276.0 two seconds later and
-  // steady; bench/HISTORY.md, 2026-11-28, seventeenth session).
+  // collection was still handing memory back (`rss_mb_at_quiet`, the old read, against `rss_mb`;
+  // bench/HISTORY.md, 2026-11-28, seventeenth session).
   const rssAtLoadEnd = rssMb(o.server.pid);
   await Bun.sleep(IDLE_QUIET_MS * 2);
   const quiet = await waitUntilQuiet(o.server.pid, o.settleLimitS);
+  const rssAtQuiet = rssMb(o.server.pid);
   const steady = await waitUntilRssSteady(o.server.pid, Math.max(0, o.settleLimitS - quiet.seconds));
   const settled = {
     quiet: quiet.quiet && steady.steady,
@@ -126,6 +129,7 @@ export async function runMemory(o: MemoryOptions): Promise<MemoryResult> {
     meters_per_subject: 2,
     rss_mb: round(rss, 1),
     rss_mb_at_load_end: round(rssAtLoadEnd, 1),
+    rss_mb_at_quiet: round(rssAtQuiet, 1),
     settle_s: settled.seconds,
     settled: settled.quiet,
     rss_mb_at_1m_subjects: touched >= ONE_MILLION ? round(rss, 1) : null,

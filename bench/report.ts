@@ -334,7 +334,7 @@ export function printTable(r: BenchResults): void {
       generator: "closed-loop",
       throughput: `${fmt(m.rps, 0)} req/s`,
       "p50 / p99 / p99.9 ms": "-",
-      result: `RSS ${fmt(m.rss_mb, 1)} MB settled ${m.settled ? "" : "(not quiet) "}after ${fmt(m.settle_s, 0)} s (at load end ${fmt(m.rss_mb_at_load_end, 1)}, baseline ${fmt(m.rss_mb_baseline, 1)}, peak ${fmt(m.rss_mb_peak, 1)})`,
+      result: `RSS ${fmt(m.rss_mb, 1)} MB settled ${m.settled ? "" : "(not quiet) "}after ${fmt(m.settle_s, 0)} s (at load end ${fmt(m.rss_mb_at_load_end, 1)}, once quiet ${fmt(m.rss_mb_at_quiet, 1)}, baseline ${fmt(m.rss_mb_baseline, 1)}, peak ${fmt(m.rss_mb_peak, 1)})`,
       "cpu cores": cpu(m.generator_cpu_cores, m.server_cpu_cores),
     });
   }
