@@ -63,7 +63,8 @@ export function afterA(order: readonly ("a" | "b")[], lag: number): { a: number;
  * The order of a timing run: `pairs` calls of each kind, shuffled (seeded), taken only when each
  * kind comes one, two and three calls after an `a` as often as the other (within one). What a call leaves
  * behind can slow the call after it: a console user's sign-in leaves a link and a mail to write,
- * and the call after one measured 0.9 ms slower whatever it was (server store, 2026-11-28). Within
+ * and the call after one measured 0.3-0.7 ms slower whatever it was (server store, medians of 30; the
+ * test prints them with TIMING_DEBUG=1). Within
  * pairs in random order, a `b` followed an `a` three times in four and an `a` once in four, so
  * that carry-over alone made `a` look faster (it failed CI at p = 4.6e-5).
  */
@@ -97,7 +98,13 @@ export async function timePairs(options: {
   a: (i: number) => Promise<unknown>;
   b: (i: number) => Promise<unknown>;
   settle: () => Promise<void>;
-}): Promise<{ a: number[]; b: number[]; cpu: { a: number[]; b: number[] } }> {
+}): Promise<{
+  a: number[];
+  b: number[];
+  cpu: { a: number[]; b: number[] };
+  /** Every timed call's wall time by the kind of the call before it (what that one left behind). */
+  after: { a: number[]; b: number[] };
+}> {
   const warmup = options.warmup ?? 5;
   const order = [
     ...Array.from({ length: 2 * warmup }, (_, i) => (i % 2 === 0 ? "a" : "b") as "a" | "b"),
@@ -106,6 +113,7 @@ export async function timePairs(options: {
   const a: number[] = [];
   const b: number[] = [];
   const cpu = { a: [] as number[], b: [] as number[] };
+  const after = { a: [] as number[], b: [] as number[] };
   for (const [i, which] of order.entries()) {
     await options.settle();
     const cpuBefore = process.cpuUsage();
@@ -116,7 +124,8 @@ export async function timePairs(options: {
     if (i >= 2 * warmup) {
       (which === "a" ? a : b).push(took);
       cpu[which].push((used.user + used.system) / 1000);
+      after[order[i - 1] as "a" | "b"].push(took);
     }
   }
-  return { a, b, cpu };
+  return { a, b, cpu, after };
 }

@@ -43,6 +43,12 @@ function verdict(what: string, a: number[], b: number[]) {
  * which load from other processes disturbs far less) tells the two kinds of address apart.
  */
 function expectSameDistribution(samples: Awaited<ReturnType<typeof timePairs>>) {
+  if (process.env.TIMING_DEBUG) {
+    const { a, b } = samples.after;
+    console.log(
+      `any call after a member's: median ${median(a).toFixed(2)} ms (${a.length}), after another's: ${median(b).toFixed(2)} ms (${b.length})`,
+    );
+  }
   for (const [what, a, b] of [
     ["wall time", samples.a, samples.b],
     ["CPU time", samples.cpu.a, samples.cpu.b],
@@ -107,7 +113,7 @@ describe("the rank test itself", () => {
   });
 
   it("times the two kinds in an order where each follows an `a` as often as the other, so carry-over falls on both", () => {
-    // A call that costs 0.9 ms more after an `a`, whatever it is (what a console user's sign-in left behind).
+    // A model: a call costs 0.9 ms more after an `a`, whatever it is (what a console user's sign-in leaves behind).
     const costs = (order: readonly ("a" | "b")[]) => {
       const out = { a: [] as number[], b: [] as number[] };
       for (const [i, which] of order.entries()) out[which].push(5 + (order[i - 1] === "a" ? 0.9 : 0));
