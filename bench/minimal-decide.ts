@@ -108,8 +108,10 @@ if (import.meta.main) {
   let serving: { port: number; executables: number; stop: () => void };
   if (process.env.MINIMAL_IN_WORKER === "1") {
     const worker = new Worker(new URL("./minimal-decide-worker.ts", import.meta.url).href);
-    const ready = new Promise<{ port: number; executables: number }>((resolve) => {
+    const ready = new Promise<{ port: number; executables: number }>((resolve, reject) => {
       worker.onmessage = (event) => resolve(event.data);
+      // A worker that fails (its port taken, say) must stop this process, not leave it waiting.
+      worker.onerror = (event) => reject(new Error(`the minimal decide's worker failed: ${event.message}`));
     });
     worker.postMessage({ keys: [...keys], port });
     serving = { ...(await ready), stop: () => worker.terminate() };

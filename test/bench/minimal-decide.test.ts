@@ -103,6 +103,16 @@ describe("the minimal decide", () => {
     expect(Object.keys(answer.body.decisions as object)).toEqual(["paywall", "recirculation"]);
     expect((await decide(listening.port, "not-a-key")).status).toBe(401);
   }, 60_000);
+  test("in a thread of its own on a port already taken, it stops instead of waiting", async () => {
+    const taken = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      await expect(start({ MINIMAL_IN_WORKER: "1", PORT: String(taken.port) })).rejects.toThrow(
+        "minimal decide exited",
+      );
+    } finally {
+      taken.stop(true);
+    }
+  }, 30_000);
   test("a module that is not there, or a count that is not one, stops it before it serves", async () => {
     await expect(start({ MINIMAL_IMPORT: "src/no-such-module.ts" })).rejects.toThrow("minimal decide exited");
     await expect(start({ MINIMAL_BESIDE_SVC: "many" })).rejects.toThrow("minimal decide exited");
