@@ -61,16 +61,18 @@ export function afterA(order: readonly ("a" | "b")[], lag: number): { a: number;
 
 /**
  * The order of a timing run: `pairs` calls of each kind, shuffled (seeded), taken only when each
- * kind comes one, two and three calls after an `a` as often as the other (within one). What a call leaves
- * behind can slow the call after it: a console user's sign-in leaves a link and a mail to write,
- * and the call after one measured 0.3-0.7 ms slower whatever it was (server store, medians of 30; the
- * test prints them with TIMING_DEBUG=1). Within
- * pairs in random order, a `b` followed an `a` three times in four and an `a` once in four, so
- * that carry-over alone made `a` look faster (it failed CI at p = 4.6e-5).
+ * kind comes one, two and three calls after an `a` as often as the other (within one). What a
+ * call leaves behind can slow the call after it: a console user's sign-in leaves a link and a
+ * mail to write, and the call after one measured 0.3-0.7 ms slower whatever it was (server
+ * store, medians of 30; the test prints them with TIMING_DEBUG=1). Within pairs in random order,
+ * a `b` followed an `a` three times in four and an `a` once in four, so that carry-over alone
+ * made `a` look faster (it failed CI at p = 4.6e-5).
  */
 export function balancedOrder(pairs: number, seed: number): ("a" | "b")[] {
+  if (!Number.isSafeInteger(pairs) || pairs < 1) throw new Error(`balancedOrder needs pairs >= 1 (got ${pairs})`);
   const random = seededRandom(seed);
-  for (;;) {
+  // A few hundred shuffles at most for 30 pairs (48 for seed 36); bounded all the same.
+  for (let tries = 0; tries < 100_000; tries++) {
     const order: ("a" | "b")[] = [...Array(pairs).fill("a"), ...Array(pairs).fill("b")];
     for (let i = order.length - 1; i > 0; i--) {
       const j = Math.floor(random() * (i + 1));
@@ -82,6 +84,7 @@ export function balancedOrder(pairs: number, seed: number): ("a" | "b")[] {
     });
     if (balanced) return order;
   }
+  throw new Error(`no balanced order of ${pairs} pairs found`);
 }
 
 /**
@@ -124,7 +127,8 @@ export async function timePairs(options: {
     if (i >= 2 * warmup) {
       (which === "a" ? a : b).push(took);
       cpu[which].push((used.user + used.system) / 1000);
-      after[order[i - 1] as "a" | "b"].push(took);
+      const before = order[i - 1];
+      if (before !== undefined) after[before].push(took);
     }
   }
   return { a, b, cpu, after };

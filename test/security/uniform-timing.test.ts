@@ -131,6 +131,7 @@ describe("the rank test itself", () => {
       expect(mannWhitneyU(a, b).p).toBeGreaterThan(0.5);
     }
     expect(balancedOrder(PAIRS, 36)).toEqual(balancedOrder(PAIRS, 36));
+    expect(() => balancedOrder(0, 36)).toThrow("balancedOrder needs pairs >= 1");
     // Pairs in random order (this helper's order until 2026-11-28): a `b` follows an `a` about
     // three times as often as an `a` does, and the carry-over alone tells them apart.
     const random = seededRandom(36);
@@ -139,6 +140,25 @@ describe("the rank test itself", () => {
     expect(after.b).toBeGreaterThan(2 * after.a);
     const { a, b } = costs(pairs);
     expect(mannWhitneyU(a, b).p).toBeLessThan(ALPHA);
+  });
+});
+
+describe("timePairs", () => {
+  it("times every call of each kind once, in the balanced order, with or without a warm-up", async () => {
+    for (const warmup of [0, 2]) {
+      const calls: string[] = [];
+      const samples = await timePairs({
+        pairs: 6,
+        warmup,
+        a: async () => void calls.push("a"),
+        b: async () => void calls.push("b"),
+        settle: async () => {},
+      });
+      expect(calls.slice(2 * warmup)).toEqual(balancedOrder(6, 36));
+      expect([samples.a.length, samples.b.length, samples.cpu.a.length, samples.cpu.b.length]).toEqual([6, 6, 6, 6]);
+      // The first timed call has a call before it only after a warm-up.
+      expect(samples.after.a.length + samples.after.b.length).toBe(warmup === 0 ? 11 : 12);
+    }
   });
 });
 
