@@ -6,7 +6,7 @@
  * signed body), answered by a hot route that reads its fields and body and returns a decision
  * built by concatenation as answer-json.ts builds it (a rope, flattened when encoded). Prints CPU µs per request (process.cpuUsage, after a warm-up). Alternate two roots
  * to compare commits: with no socket, no network and no store, the figure moves by a few percent
- * between runs where the pinned bench moves by 15 (docs/performance.md).
+ * between runs where the pinned bench moves by 15 (bench/HISTORY.md, "Where keyed decide's CPU goes").
  */
 import { join } from "node:path";
 import { drive, takeHandlers } from "./h1-driver";

@@ -13,7 +13,7 @@
  * answers n keyed decide requests through it and leaves it idle, its timers running, while this
  * decide serves; with `MINIMAL_BESIDE_STOPPED=1` its timers and background work are stopped
  * (`stopDeps`, the database left open), so only what it holds stays (bench/tail-variants.ts
- * `REFERENCE_VARIANTS`; docs/performance.md, "What holding svc's code costs the tail").
+ * `REFERENCE_VARIANTS`; bench/HISTORY.md, "What holding svc's code costs the tail").
  * `MINIMAL_IN_WORKER=1` serves the decide from a Worker (bench/minimal-decide-worker.ts), a thread
  * with a heap of its own, whatever this thread holds or runs beside it; `executables` is then the
  * worker's, `mainExecutables` this thread's.
