@@ -13,16 +13,21 @@ rounds="${1:?usage: bench/alternate-pinned.sh ROUNDS DIR [DIR]...}"
 shift
 [ $# -gt 0 ] || { echo "usage: bench/alternate-pinned.sh ROUNDS DIR [DIR]..." >&2; exit 2; }
 out="$(mktemp -d)"
+# What runs in each checkout; a test stands its own command in for the bench.
+run="${ALTERNATE_PINNED_RUN:-npx bun bench/run.ts --pin --quick --transports h1 --rounds 2}"
 forward=("$@")
 backward=()
 for ((i = $# - 1; i >= 0; i--)); do backward+=("${forward[i]}"); done
 for round in $(seq 1 "$rounds"); do
   if ((round % 2 == 1)); then order=("${forward[@]}"); else order=("${backward[@]}"); fi
   for dir in "${order[@]}"; do
-    name="$(cd "$dir" && git rev-parse --short HEAD)"
-    log="$out/$name-$round.log"
-    (cd "$dir" && npx bun bench/run.ts --pin --quick --transports h1 --rounds 2 >"$log" 2>&1)
-    printf '%-10s round %s: %s ceiling %s\n' "$name" "$round" \
+    # Named by folder and commit, "+" for uncommitted changes: two checkouts of one commit (a
+    # change not yet committed against its base) must neither share a name nor a log.
+    name="$(basename "$dir")@$(cd "$dir" && git rev-parse --short HEAD)"
+    [ -z "$(cd "$dir" && git status --porcelain --untracked-files=no)" ] || name="$name+"
+    log="$out/$(echo "$dir" | tr '/' '_')-$round.log"
+    (cd "$dir" && bash -c "$run" >"$log" 2>&1)
+    printf '%-20s round %s: %s ceiling %s\n' "$name" "$round" \
       "$(grep '^| svc' "$log")" "$(grep '^| bare Bun.serve' "$log" | cut -d'|' -f3 | tr -d ' ')"
   done
 done

@@ -36,15 +36,16 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#define PLAN_MAGIC 0x31504c4fu   /* "OLP1" */
-#define RESULT_MAGIC 0x31524c4fu /* "OLR1" */
+#define PLAN_MAGIC 0x32504c4fu   /* "OLP2" */
+#define RESULT_MAGIC 0x32524c4fu /* "OLR2" */
 
 typedef struct {
   uint32_t magic, port, connections, max_connections, drain_timeout_ms, n_requests, n_sends, fail_write_at;
+  uint32_t idle_reuse_ms, reserved;
 } plan_header;
 
 typedef struct {
-  uint32_t magic, sends, completed, connections_used;
+  uint32_t magic, sends, completed, connections_used, connections_retired, reserved;
   double late_start_ms, cpu_s, wall_s, realtime;
 } result_header;
 
@@ -58,6 +59,7 @@ typedef struct {
   size_t out_left;
   char *in;
   size_t in_len, in_cap;
+  int64_t idle_since; /* when it last went back to the idle stack (monotonic ns) */
 } conn_t;
 
 static uint32_t n_sends, n_requests;
@@ -77,7 +79,8 @@ static uint32_t n_idle;
 static uint32_t *backlog;
 static uint32_t backlog_head, backlog_tail;
 static int opening;
-static uint32_t sent, completed, abandoned;
+static uint32_t sent, completed, abandoned, retired;
+static int64_t idle_reuse_ns; /* a connection idle longer than this is closed, not reused */
 /* Tests only: the n-th write fails as on a connection the server has reset (0: none). */
 static uint32_t fail_write_at, writes;
 static int ep;
@@ -187,7 +190,18 @@ static void release(conn_t *c) {
       return;
     }
   }
-  if (c->state == READY) idle[n_idle++] = (uint32_t)(c - conns);
+  if (c->state == READY) {
+    c->idle_since = mono_ns();
+    idle[n_idle++] = (uint32_t)(c - conns);
+  }
+}
+
+/* Closes a connection of ours that has sat idle too long to reuse safely (no error: our choice). */
+static void retire(conn_t *c) {
+  epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  c->state = CLOSED;
+  retired++;
 }
 
 static conn_t *open_conn(int blocking) {
@@ -224,7 +238,17 @@ static void dispatch(uint32_t i, int64_t now) {
   lag_ms[i] = (double)(now - at_ns[i]) / 1e6;
   while (n_idle > 0) {
     conn_t *c = &conns[idle[--n_idle]];
-    if (c->state == READY && write_send(c, i)) return;
+    if (c->state != READY) continue;
+    /*
+     * A connection idle for longer than the plan allows is closed, not written on: a server closes
+     * idle keep-alive connections (svc after 10 s), and a request written as its close crosses
+     * ours is lost. Clients' pools do the same (undici keeps an idle socket 4 s).
+     */
+    if (now - c->idle_since > idle_reuse_ns) {
+      retire(c);
+      continue;
+    }
+    if (write_send(c, i)) return;
   }
   backlog[backlog_tail++] = i;
   /* Grow gently: a short stall should not turn into a burst of connects. */
@@ -375,6 +399,7 @@ int main(int argc, char **argv) {
   n_sends = h.n_sends;
   n_requests = h.n_requests;
   fail_write_at = h.fail_write_at;
+  idle_reuse_ns = (int64_t)h.idle_reuse_ms * 1000000;
   const double *send_at_epoch = (const double *)(plan + sizeof h);
   request_of = (const uint32_t *)(plan + sizeof h + (size_t)n_sends * 8);
   offsets = request_of + n_sends;
@@ -432,7 +457,10 @@ int main(int argc, char **argv) {
   if (first - mono_ns() > 500000000) sleep_until(first - 400000000);
   for (uint32_t k = 0; k < h.connections; k++) {
     conn_t *c = open_conn(1);
-    if (c) idle[n_idle++] = (uint32_t)(c - conns);
+    if (c) {
+      c->idle_since = mono_ns();
+      idle[n_idle++] = (uint32_t)(c - conns);
+    }
   }
   if (n_idle == 0) {
     fprintf(stderr, "error: no connection to 127.0.0.1:%u\n", h.port);
@@ -480,6 +508,7 @@ int main(int argc, char **argv) {
       .sends = sent,
       .completed = completed,
       .connections_used = n_conns,
+      .connections_retired = retired,
       .late_start_ms = late_start_ms,
       .cpu_s = cpu,
       .wall_s = (double)(stop - start) / 1e9,

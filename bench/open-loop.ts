@@ -32,6 +32,12 @@ export interface OpenLoopPlan {
    * a failure no server on 127.0.0.1 can be made to cause at a chosen moment. 0 or absent: none.
    */
   failWriteAt?: number;
+  /**
+   * A connection idle longer than this (ms) is closed rather than written on (5,000 by default,
+   * half of svc's 10-s keep-alive idle timeout): a request written as the server closes an idle
+   * connection is lost, and no client's pool keeps idle sockets that long.
+   */
+  idleReuseMs?: number;
   /** Run the sender on these CPUs only (`taskset -c`), as the pinned bench does. */
   cpus?: string;
 }
@@ -54,6 +60,8 @@ export interface OpenLoopResult {
   connectionErrors: string[];
   /** Connections the pool grew to. */
   connectionsUsed: number;
+  /** Connections the sender closed for sitting idle longer than `idleReuseMs`. */
+  connectionsRetired: number;
   sender: { cpu_s: number; wall_s: number; cores: number };
   /** How late the sender was ready for the first send (set-up overran its lead); should be 0. */
   lateStartMs: number;
@@ -91,15 +99,17 @@ export async function ensureOpenLoopSender(): Promise<string> {
 }
 
 // The files the sender reads and writes (little-endian, this machine's own):
-//   plan:    8 × u32 header (magic "OLP1", port, connections, max connections, drain timeout ms,
-//            requests, sends, the write to fail or 0), f64 × sends intended epoch ms, u32 × sends request index,
+//   plan:    10 × u32 header (magic "OLP2", port, connections, max connections, drain timeout ms,
+//            requests, sends, the write to fail or 0, idle reuse ms, 0), f64 × sends intended epoch ms, u32 × sends request index,
 //            u32 × (requests + 1) byte offsets, then the requests' bytes;
-//   results: 4 × u32 (magic "OLR1", sent, completed, connections used), 4 × f64 (late start ms,
+//   results: 6 × u32 (magic "OLR2", sent, completed, connections used, connections retired, 0), 4 × f64 (late start ms,
 //            CPU s, wall s, 1 when it ran real-time), f64 × sends each of latency, send lag, write delay, sent epoch and
 //            received epoch (NaN where none), u16 × sends status (0: no response), u8 × sends
 //            Retry-After present.
-const PLAN_MAGIC = 0x31504c4f;
-const RESULT_MAGIC = 0x31524c4f;
+const PLAN_MAGIC = 0x32504c4f;
+const RESULT_MAGIC = 0x32524c4f;
+const PLAN_HEAD = 40;
+const RESULT_HEAD = 56;
 
 function planBytes(plan: OpenLoopPlan): Uint8Array {
   const n = plan.sendAtEpoch.length;
@@ -115,8 +125,10 @@ function planBytes(plan: OpenLoopPlan): Uint8Array {
     requests,
     n,
     plan.failWriteAt ?? 0,
+    plan.idleReuseMs ?? 5_000,
+    0,
   ]);
-  const out = new Uint8Array(32 + n * 12 + offsets.byteLength + bytes.byteLength);
+  const out = new Uint8Array(PLAN_HEAD + n * 12 + offsets.byteLength + bytes.byteLength);
   let at = 0;
   for (const part of [head, plan.sendAtEpoch, plan.requestOf, offsets, bytes]) {
     out.set(new Uint8Array(part.buffer, part.byteOffset, part.byteLength), at);
@@ -126,10 +138,11 @@ function planBytes(plan: OpenLoopPlan): Uint8Array {
 }
 
 function parseResults(buf: ArrayBuffer, n: number, connectionErrors: string[]): OpenLoopResult {
-  const head = new Uint32Array(buf, 0, 4);
-  const times = new Float64Array(buf, 16, 4);
-  if (head[0] !== RESULT_MAGIC || buf.byteLength !== 48 + n * 43) throw new Error("malformed open-loop results");
-  const f64 = (k: number) => new Float64Array(buf.slice(48 + k * n * 8, 48 + (k + 1) * n * 8));
+  const head = new Uint32Array(buf, 0, 6);
+  const times = new Float64Array(buf, 24, 4);
+  const H = RESULT_HEAD;
+  if (head[0] !== RESULT_MAGIC || buf.byteLength !== H + n * 43) throw new Error("malformed open-loop results");
+  const f64 = (k: number) => new Float64Array(buf.slice(H + k * n * 8, H + (k + 1) * n * 8));
   const [cpu_s, wall_s] = [times[1] as number, times[2] as number];
   return {
     sends: head[1] as number,
@@ -139,10 +152,11 @@ function parseResults(buf: ArrayBuffer, n: number, connectionErrors: string[]): 
     writeDelayMs: f64(2),
     sentEpoch: f64(3),
     recvEpoch: f64(4),
-    status: new Uint16Array(buf.slice(48 + 40 * n, 48 + 42 * n)),
-    retryAfter: new Uint8Array(buf.slice(48 + 42 * n, 48 + 43 * n)),
+    status: new Uint16Array(buf.slice(H + 40 * n, H + 42 * n)),
+    retryAfter: new Uint8Array(buf.slice(H + 42 * n, H + 43 * n)),
     connectionErrors,
     connectionsUsed: head[3] as number,
+    connectionsRetired: head[4] as number,
     sender: { cpu_s, wall_s, cores: wall_s > 0 ? cpu_s / wall_s : 0 },
     lateStartMs: times[0] as number,
     realtime: times[3] === 1,

@@ -19,6 +19,8 @@ export interface SpecRateResult {
   /** Connections opened up front (one request in flight each); the pool grows when all are busy. */
   connections: number;
   connections_used: number;
+  /** Connections the sender closed after 5 s idle rather than reuse (bench/open-loop.ts). */
+  connections_retired: number;
   planned_s: number;
   offered: number;
   completed: number;
@@ -178,6 +180,7 @@ export async function runSpecRate(o: SpecRateOptions): Promise<SpecRateResult> {
     aligned_to_windows: !short,
     connections,
     connections_used: r.connectionsUsed,
+    connections_retired: r.connectionsRetired,
     planned_s: plannedS,
     offered: r.sends,
     completed: r.completed,

@@ -115,6 +115,47 @@ describe("open-loop sender", () => {
     expect(r.connectionsUsed).toBeLessThanOrEqual(8);
   });
 
+  test("a connection idle longer than the plan allows is closed, not written on", async () => {
+    // The client port each request came from: one per connection.
+    let server: ReturnType<typeof Bun.serve> | undefined;
+    const ports: number[] = [];
+    server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(request) {
+        ports.push(server?.requestIP(request)?.port ?? -1);
+        return Response.json({});
+      },
+    });
+    servers.push(server);
+    // Two sends 50 ms apart on the one connection (opened 400 ms before the first), then one
+    // after 1,050 ms of quiet.
+    const start = Date.now() + 600;
+    const r = await runOpenLoop({
+      port: server.port as number,
+      requests: pool(1),
+      sendAtEpoch: Float64Array.from([start, start + 50, start + 1_100]),
+      requestOf: new Uint32Array(3),
+      connections: 1,
+      idleReuseMs: 600,
+    });
+    expect(r.completed).toBe(3);
+    expect(r.connectionErrors).toEqual([]);
+    expect(r.connectionsRetired).toBe(1);
+    expect(r.connectionsUsed).toBe(2);
+    expect(ports[0]).toBeGreaterThan(0);
+    expect(ports[1]).toBe(ports[0] as number);
+    expect(ports[2]).not.toBe(ports[0] as number);
+  });
+
+  test("connections busy or idle for less than the limit are reused, none retired", async () => {
+    const port = serve(() => Response.json({}));
+    const r = await runOpenLoop({ port, requests: pool(1), ...schedule(10, 40, 1), connections: 1, idleReuseMs: 600 });
+    expect(r.completed).toBe(10);
+    expect(r.connectionsRetired).toBe(0);
+    expect(r.connectionsUsed).toBe(1);
+  });
+
   test("a connection the server drops is reported, and its request has no response", async () => {
     const listener = Bun.listen({
       hostname: "127.0.0.1",
@@ -186,17 +227,19 @@ describe("open-loop sender", () => {
     const binary = await ensureOpenLoopSender();
     const dir = mkdtempSync(join(tmpdir(), "open-loop-test-"));
     try {
-      // One send of request 0; header: magic, port, connections, max, drain ms, requests, sends, 0.
+      // One send of request 0; header: magic, port, connections, max, drain ms, requests, sends, the
+      // write to fail (0), idle reuse ms, 0.
       const plan = (magic: number, offsets: number[], requestOf: number) => {
-        const head = new Uint32Array([magic, 1, 1, 1, 100, offsets.length - 1, 1, 0]);
+        const head = new Uint32Array([magic, 1, 1, 1, 100, offsets.length - 1, 1, 0, 5_000, 0]);
         const parts = [head, new Float64Array([Date.now()]), new Uint32Array([requestOf]), new Uint32Array(offsets)];
         return Buffer.concat([...parts.map((p) => Buffer.from(p.buffer)), Buffer.from("GET / HTTP/1.1\r\n\r\n")]);
       };
       const cases: [string, Buffer, string][] = [
         ["wrong magic", plan(0x12345678, [0, 18], 0), "malformed plan"],
-        ["cut short", plan(0x31504c4f, [0, 18], 0).subarray(0, 40), "malformed plan"],
-        ["offsets going backwards", plan(0x31504c4f, [0, 18, 4], 0), "offsets go backwards"],
-        ["a send naming a request that is not there", plan(0x31504c4f, [0, 18], 5), "names request 5 of 1"],
+        ["the layout before idle reuse (OLP1)", plan(0x31504c4f, [0, 18], 0), "malformed plan"],
+        ["cut short", plan(0x32504c4f, [0, 18], 0).subarray(0, 40), "malformed plan"],
+        ["offsets going backwards", plan(0x32504c4f, [0, 18, 4], 0), "offsets go backwards"],
+        ["a send naming a request that is not there", plan(0x32504c4f, [0, 18], 5), "names request 5 of 1"],
       ];
       for (const [name, bytes, message] of cases) {
         const planPath = join(dir, "plan");
