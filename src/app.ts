@@ -180,12 +180,17 @@ export function listen(
   };
   const maxRequestBodySize = deps.config.maxBodyBytes * 2 + 65_536;
   const hostname = deps.config.host;
+  const idleTimeoutMs = deps.config.httpIdleTimeoutMs;
+  // Bun.serve counts whole seconds on a 4-s wheel and may close up to 4 s early: 4 more make the
+  // setting a floor there too (at most 254 s, which the setting's bound keeps to).
+  const idleTimeout = Math.ceil(idleTimeoutMs / 1000) + 4;
   if (deps.config.httpServer === "h1") {
     const maxBody = deps.config.maxBodyBytes;
     return serveOverH1(app, {
       port,
       hostname,
       maxRequestBodySize: maxBody,
+      timeouts: { keepAliveMs: idleTimeoutMs },
       onError,
       requests: deps.requests,
       tracing: deps.tracing ?? undefined,
@@ -196,6 +201,7 @@ export function listen(
       port,
       hostname,
       maxRequestBodySize,
+      idleTimeoutMs,
       onError,
       requests: deps.requests,
       tracing: deps.tracing ?? undefined,
@@ -206,6 +212,7 @@ export function listen(
       port,
       hostname,
       maxRequestBodySize,
+      idleTimeout,
       onError,
       tracing: deps.tracing ?? undefined,
     });
@@ -213,6 +220,7 @@ export function listen(
     port,
     hostname,
     maxRequestBodySize,
+    idleTimeout,
     development: false,
     error(error: Error) {
       onError(error);
@@ -251,6 +259,8 @@ function serveOverBun(
     port: number;
     hostname: string;
     maxRequestBodySize: number;
+    /** Seconds a keep-alive connection may sit idle. */
+    idleTimeout: number;
     onError: (error: Error) => void;
     tracing?: ServerTracing;
   },
@@ -311,6 +321,7 @@ function serveOverBun(
     port: options.port,
     hostname: options.hostname,
     maxRequestBodySize: options.maxRequestBodySize,
+    idleTimeout: options.idleTimeout,
     // A cluster's workers (SVC_WORKERS) share the port; a lone server must still fail on a taken one.
     reusePort: cluster.isWorker,
     development: false,

@@ -68,6 +68,13 @@ export interface Config {
    * which drops a pipelining client's connection behind a pending answer (src/http/node-server.ts).
    */
   readonly httpServer: "h1" | "node" | "bun";
+  /**
+   * How long at least a keep-alive connection with nothing in flight stays open
+   * (SVC_HTTP_IDLE_TIMEOUT_MS, 10 s; up to 250 s, within `Bun.serve`'s 255). Behind a proxy or load
+   * balancer that keeps its own idle connections to the service, it must be longer than the
+   * proxy's (docs/deploying.md).
+   */
+  readonly httpIdleTimeoutMs: number;
   /** How long a request waits for a store read before it answers 503 with Retry-After. */
   readonly readDeadlineMs: number;
   /**
@@ -255,6 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     recommendationsSitePerMinute: intVar(env, "SVC_RECOMMENDATIONS_SITE_PER_MINUTE", 6000, 1, 10_000_000),
     runtimeThreads,
     httpServer,
+    httpIdleTimeoutMs: intVar(env, "SVC_HTTP_IDLE_TIMEOUT_MS", 10_000, 1_000, 250_000),
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
     impactSampleEvery: intVar(env, "SVC_IMPACT_SAMPLE_EVERY", 32, 0, 1_000_000),
     startRetryMs: intVar(env, "SVC_START_RETRY_MS", 30_000, 0, 3_600_000),

@@ -18,6 +18,7 @@ describe("configuration", () => {
     expect(config.flushIntervalMs).toBe(250);
     expect(config.statsFlushIntervalMs).toBe(1000);
     expect(config.httpServer).toBe("h1");
+    expect(config.httpIdleTimeoutMs).toBe(10_000);
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
     expect(config.workers).toBe(1);
@@ -37,6 +38,7 @@ describe("configuration", () => {
       4,
     );
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "idle" }).runtimeThreads).toBe("idle");
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_IDLE_TIMEOUT_MS: "65000" }).httpIdleTimeoutMs).toBe(65_000);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ACCESS_LOG: "1" }).accessLog).toBe(true);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "node" }).httpServer).toBe("node");
@@ -104,6 +106,9 @@ describe("configuration", () => {
     ["SVC_RUNTIME_THREADS", "realtime"],
     ["SVC_HTTP_SERVER", "uws"],
     ["SVC_HTTP_SERVER", "H1"],
+    ["SVC_HTTP_IDLE_TIMEOUT_MS", "999"],
+    ["SVC_HTTP_IDLE_TIMEOUT_MS", "250001"],
+    ["SVC_HTTP_IDLE_TIMEOUT_MS", "10s"],
     ["SVC_READ_DEADLINE_MS", "0"],
     ["SVC_READ_DEADLINE_MS", "1s"],
     ["SVC_START_RETRY_MS", "-5"],

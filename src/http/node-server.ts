@@ -21,6 +21,8 @@ export interface NodeServerOptions {
   hostname: string;
   /** A backstop: a body past it is refused (bare 413) and the connection closed. */
   maxRequestBodySize: number;
+  /** How long a keep-alive connection with nothing in flight stays open (SVC_HTTP_IDLE_TIMEOUT_MS). */
+  idleTimeoutMs: number;
   /** Whatever escapes every handler: logged, answered 500 in the envelope. */
   onError(error: Error): void;
   /** Counts each answer by route and status (and writes the access log when enabled). */
@@ -182,8 +184,8 @@ export function serveOverNodeHttp<A extends ServedApp>(app: A, options: NodeServ
       `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
-  // Bun.serve's default idle timeout, so keep-alive clients see the same server either way.
-  server.keepAliveTimeout = 10_000;
+  // The same idle timeout as the other transports, so keep-alive clients see one server either way.
+  server.keepAliveTimeout = options.idleTimeoutMs;
   server.listen(options.port, options.hostname);
   const address = server.address() as AddressInfo;
 

@@ -104,7 +104,7 @@ http {
   fastcgi_temp_path ${temp}/fastcgi;
   uwsgi_temp_path ${temp}/uwsgi;
   scgi_temp_path ${temp}/scgi;
-  upstream svc { ${upstreamPorts.map((p) => `server 127.0.0.1:${p};`).join(" ")} keepalive 8; }
+  upstream svc { ${upstreamPorts.map((p) => `server 127.0.0.1:${p};`).join(" ")} keepalive 8; keepalive_timeout 5s; }
   server {
     listen 127.0.0.1:${port} ssl;
     server_name ${host};

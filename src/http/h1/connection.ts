@@ -28,6 +28,8 @@ export interface ConnectionContext {
   readonly timeouts: Timeouts;
   /** The server's coarse clock (milliseconds), read on every read and at each sweep. */
   now(): number;
+  /** How far behind the coarse clock may be (the sweep's interval). */
+  readonly clockSlackMs: number;
   date(): string;
   /** Starts handling one request; the answer is queued and settled through `output.settle`. */
   dispatch(connection: Connection, head: RequestHead, body: Uint8Array | undefined): Answer;
@@ -112,7 +114,11 @@ export class Connection {
           ? now - this.startedAt > t.headMs
           : now - this.startedAt > t.requestMs || now - this.lastReadAt > t.bodyIdleMs;
       if (late) this.refuse({ status: 408, message: "The request took too long to arrive." });
-    } else if (this.output.idle && now - Math.max(this.quietSince, this.lastReadAt) > t.keepAliveMs) {
+    } else if (
+      this.output.idle &&
+      // The keep-alive time is a floor: the last read's time may be behind by the clock's slack.
+      now - Math.max(this.quietSince, this.lastReadAt) > t.keepAliveMs + this.context.clockSlackMs
+    ) {
       this.reading = false;
       this.output.end();
     }

@@ -100,6 +100,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   const tracing = options.tracing;
   const fetchApp = (request: Request) => app.fetch(request);
   const now = options.now ?? Date.now;
+  const sweepMs = options.sweepMs ?? 1000;
   let clock = now();
   let date = new Date().toUTCString();
   const connections = new Set<Connection>();
@@ -268,6 +269,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     maxBodyBytes: options.maxRequestBodySize,
     timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
     now: () => clock,
+    clockSlackMs: sweepMs,
     date: () => date,
     refusal(connection: Connection, refusal: Refusal): Answer {
       const answer = newAnswer(undefined, requestIdOf(undefined));
@@ -353,7 +355,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     clock = now();
     date = new Date().toUTCString();
     for (const connection of connections) connection.sweep(clock);
-  }, options.sweepMs ?? 1000);
+  }, sweepMs);
   sweeper.unref();
 
   const handle: NodeServerHandle = {

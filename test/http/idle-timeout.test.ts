@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { connect, type Socket } from "node:net";
+import { listen } from "../../src/app";
+import { freshDatabase } from "../helpers/databases";
+import { type Harness, startHarness } from "../helpers/harness";
+
+/**
+ * SVC_HTTP_IDLE_TIMEOUT_MS reaches every transport: a keep-alive connection left idle after its
+ * answer is closed by the server no sooner than that, and not long after (not after the 10-s
+ * default). (Behind a
+ * proxy that keeps idle connections longer than the service, a request written as the service
+ * closes one is lost: docs/deploying.md.)
+ */
+describe.each(["h1", "node", "bun"])("the idle keep-alive timeout (SVC_HTTP_IDLE_TIMEOUT_MS, %s)", (httpServer) => {
+  let h: Harness;
+  let drop: () => Promise<void>;
+  let server: ReturnType<typeof listen>["server"];
+
+  beforeAll(async () => {
+    const db = await freshDatabase("embedded");
+    drop = db.drop;
+    h = await startHarness(db, { config: { SVC_HTTP_SERVER: httpServer, SVC_HTTP_IDLE_TIMEOUT_MS: "1000" } });
+    server = listen(h.app, h.deps, 0).server;
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop(true);
+    await h.stop();
+    await drop();
+  }, 60_000);
+
+  it("closes a connection idle after its answer once the timeout has passed, and answers on it before", async () => {
+    const socket: Socket = connect(server?.port as number, "127.0.0.1");
+    let received = "";
+    let closedAt = 0;
+    const closed = new Promise<void>((resolve) =>
+      socket.on("close", () => {
+        closedAt = performance.now();
+        resolve();
+      }),
+    );
+    socket.on("data", (chunk) => {
+      received += chunk.toString("latin1");
+    });
+    socket.on("error", () => {});
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    const ask = async () => {
+      const before = received.length;
+      socket.write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      const deadline = performance.now() + 5_000;
+      while (!received.slice(before).includes('{"ok":true}') && performance.now() < deadline) await Bun.sleep(5);
+      return received.slice(before);
+    };
+    expect(await ask()).toStartWith("HTTP/1.1 200");
+    // Half the timeout later the connection still serves.
+    await Bun.sleep(500);
+    expect(await ask()).toStartWith("HTTP/1.1 200");
+    const idleFrom = performance.now();
+    await Promise.race([closed, Bun.sleep(12_000)]);
+    expect(closedAt).toBeGreaterThan(0);
+    const idleMs = closedAt - idleFrom;
+    // The setting is a floor on every transport; h1 sweeps once a second, and Bun.serve's timer
+    // ticks every 4 s (it is given 4 s more), hence the room above it.
+    expect(idleMs).toBeGreaterThanOrEqual(1_000);
+    expect(idleMs).toBeLessThan(httpServer === "bun" ? 9_500 : 3_500);
+    socket.destroy();
+  }, 30_000);
+});
