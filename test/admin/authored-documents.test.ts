@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
 import { withoutSecrets } from "../../src/sites/source-secrets";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
@@ -110,9 +109,9 @@ describe.each(storeKinds)("documents as their authors wrote them (%s store)", (k
   });
 
   it("deploys a file's text from the CLI: npm run svc -- deploy keeps the file as written", async () => {
-    const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
+    const server = serveHarness(h);
     try {
-      const env = { SVC_URL: `http://127.0.0.1:${server.port}`, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
+      const env = { SVC_URL: server.base, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
       const file = join(scratchDir("svc-authored-"), "site.json");
       writeFileSync(file, authoredText());
       let out = "";
@@ -128,7 +127,7 @@ describe.each(storeKinds)("documents as their authors wrote them (%s store)", (k
       const read = await json(await h.admin("GET", `${BASE}/documents/${version}`));
       expect(read.source).toBe(withoutSecrets(authoredText()));
     } finally {
-      await server.stop(true);
+      await server.stop();
     }
   });
 });

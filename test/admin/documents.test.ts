@@ -2,13 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { siteDocuments } from "../../db/schema";
-import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
 import { fingerprintOf } from "../../src/sites/content-keys";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
@@ -199,9 +198,9 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   });
 
   it("lists, diffs and publishes from the CLI: npm run svc -- documents | diff | publish", async () => {
-    const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
+    const server = serveHarness(h);
     try {
-      const env = { SVC_URL: `http://127.0.0.1:${server.port}`, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
+      const env = { SVC_URL: server.base, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
       const cli = async (...args: string[]) => {
         let out = "";
         let err = "";
@@ -240,7 +239,7 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
       expect(refused.code).toBe(1);
       expect(refused.err).toContain("validation_failed");
     } finally {
-      await server.stop(true);
+      await server.stop();
     }
   });
 });

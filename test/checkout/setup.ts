@@ -1,10 +1,9 @@
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
-import { listen } from "../../src/app";
 import { checkoutDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { mailbox } from "../helpers/sign-in";
 
 export const ORIGIN = "https://news.example";
@@ -26,9 +25,8 @@ export async function startCheckoutWorld(kind: StoreKind, config: Record<string,
     prices: ["price_annual", "price_pass"],
   });
   await connectStripe(h, stripe);
-  const app = listen(h.app, h.deps, 0);
-  const server = app.server as unknown as { port: number; stop(force?: boolean): Promise<void> };
-  const base = `http://127.0.0.1:${server.port}`;
+  const server = serveHarness(h);
+  const base = server.base;
   return {
     h,
     db,
@@ -37,7 +35,7 @@ export async function startCheckoutWorld(kind: StoreKind, config: Record<string,
     stripe,
     base,
     async stop() {
-      await server.stop(true);
+      await server.stop();
       await stripe.stop();
       await h.stop();
       await db.drop();

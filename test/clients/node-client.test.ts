@@ -8,10 +8,9 @@ import {
   type DecisionEntry,
   type FallbackReason,
 } from "../../clients/node/src/index";
-import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
 
 const CLIENT_DIR = join(import.meta.dir, "../../clients/node");
@@ -64,7 +63,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
   let drop: () => Promise<void>;
   let key: string;
   let base: string;
-  let server: { port: number; stop(force?: boolean): Promise<void> };
+  let server: Served;
   const document = basicDocument();
   const client = (extra: Partial<DecideClientOptions> = {}) =>
     createDecideClient({ baseUrl: base, apiKey: key, site: "news", document, ...extra });
@@ -74,11 +73,11 @@ describe("clients/node: decide from a publisher's server, against a started serv
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
     ({ key } = await seedSite(h, "news", document));
-    server = listen(h.app, h.deps, 0).server as unknown as typeof server;
-    base = `http://127.0.0.1:${server.port}`;
+    server = serveHarness(h);
+    base = server.base;
   }, 60_000);
   afterAll(async () => {
-    await server.stop(true);
+    await server.stop();
     await h.stop();
     await drop();
   }, 60_000);

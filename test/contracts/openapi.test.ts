@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
-import { listen } from "../../src/app";
 import { giftDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 // biome-ignore lint/suspicious/noExplicitAny: the test walks an OpenAPI document as plain JSON.
 type Json = Record<string, any>;
@@ -23,7 +22,7 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s
   let drop: () => Promise<void>;
   let key: string;
   let base: string;
-  let server: { port: number; stop(force?: boolean): Promise<void> };
+  let server: Served;
   let doc: Json;
 
   beforeAll(async () => {
@@ -31,15 +30,15 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
     ({ key } = await seedSite(h, "news", giftDocument()));
-    server = listen(h.app, h.deps, 0).server as unknown as typeof server;
-    base = `http://127.0.0.1:${server.port}`;
+    server = serveHarness(h);
+    base = server.base;
     const res = await fetch(`${base}/v1/decide/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("application/json");
     doc = (await res.json()) as Json;
   }, 60_000);
   afterAll(async () => {
-    await server.stop(true);
+    await server.stop();
     await h.stop();
     await drop();
   }, 60_000);

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
@@ -120,13 +119,13 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
   });
 
   it("prints an explanation for operators: npm run svc -- explain <site> <body.json>", async () => {
-    const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
+    const server = serveHarness(h);
     try {
       const file = join(scratchDir("svc-explain-"), "body.json");
       writeFileSync(file, JSON.stringify({ features: ["paywall"], deviceId: "dev-cli" }));
       let out = "";
       let err = "";
-      const env = { SVC_URL: `http://127.0.0.1:${server.port}`, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
+      const env = { SVC_URL: server.base, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
       const code = await run(["explain", "news", file], {
         env,
         stdout: (t) => {
@@ -144,7 +143,7 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
       await run(["explain", "news", file, "--json"], { env, stdout: (t) => (json += t), stderr: () => undefined });
       expect(JSON.parse(json).explain.paywall.outcome).toBe("broken");
     } finally {
-      await server.stop(true);
+      await server.stop();
     }
   });
 });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, it } from "bun:test";
 import { connect } from "node:net";
 import fc from "fast-check";
-import { listen } from "../../src/app";
 import { storeKinds } from "../helpers/databases";
+import { serveHarness } from "../helpers/harness";
 import { hostileString, percentEncode, sometimes, toJsonText } from "./arbitraries";
 import { fillWorld, PLACEHOLDERS, shown } from "./requests";
 import { ROUTES, type RouteSpec, routeName } from "./route-table";
@@ -229,11 +229,9 @@ describe.each(storeKinds)("fuzz over a socket on the %s store", (kind) => {
   beforeAll(async () => {
     fw = await buildWorld(kind);
     const deps = { ...fw.h.deps, config: { ...fw.h.deps.config, host: "127.0.0.1" } };
-    const served = listen(fw.h.app, deps, 0) as unknown as {
-      server: { port: number; stop(closeActive?: boolean): Promise<void> | void };
-    };
-    port = served.server.port;
-    stopServer = async () => void (await served.server.stop(true));
+    const served = serveHarness({ app: fw.h.app, deps });
+    port = served.port;
+    stopServer = served.stop;
   }, 120_000);
   afterAll(async () => {
     await stopServer?.();

@@ -1,5 +1,5 @@
 import type { Database } from "../../db/client";
-import { createApp } from "../../src/app";
+import { createApp, listen } from "../../src/app";
 import { type Config, loadConfig } from "../../src/config";
 import type { MeterStore } from "../../src/counters/meter-counters";
 import { createDeps, type Deps, startDeps, stopDeps } from "../../src/deps";
@@ -84,6 +84,29 @@ export async function startHarness(
     admin: (method, path, body) =>
       request(method, path, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` }, body }),
     stop: () => stopDeps(deps, { closeDatabase: false }),
+  };
+}
+
+/** A harness's app listening on a free port (bound where its HOST says), reached on 127.0.0.1. */
+export interface Served {
+  port: number;
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  /** Stops listening and closes the open connections. */
+  stop(): Promise<void>;
+}
+
+/** Serves the harness's app on a free port over its configured transport, as `npm start` would. */
+export function serveHarness(h: Pick<Harness, "app" | "deps">): Served {
+  const server = listen(h.app, h.deps, 0).server;
+  const port = server?.port;
+  if (server === null || port === undefined) throw new Error("the app is not listening");
+  return {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      await server.stop(true);
+    },
   };
 }
 

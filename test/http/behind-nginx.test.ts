@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { openDatabase } from "../../db/client";
-import { listen } from "../../src/app";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
 
 /**
@@ -21,15 +20,13 @@ const READER_A = "127.0.0.2";
 const READER_B = "127.0.0.3";
 const READER_C = "127.0.0.4";
 
-type Listening = { port: number; stop(force?: boolean): Promise<void> | void };
-
 describe.each(["embedded" as StoreKind])(
   "behind nginx terminating TLS, two processes (%s store)",
   (kind: StoreKind) => {
     let h: Harness;
     let second: Harness;
     let nginx: Nginx;
-    const servers: Listening[] = [];
+    const servers: Served[] = [];
     const cleanups: (() => Promise<void>)[] = [];
     const box = consoleMailbox();
     const options = { mailTransport: box.transport, config: { SVC_TRUSTED_PROXIES: NGINX_SOURCE } };
@@ -60,7 +57,7 @@ describe.each(["embedded" as StoreKind])(
         () => h.stop(),
       );
       for (const process of [h, second]) {
-        servers.push(listen(process.app, process.deps, 0).server as unknown as Listening);
+        servers.push(serveHarness(process));
       }
       nginx = await startNginx(
         servers.map((s) => s.port),
@@ -69,7 +66,7 @@ describe.each(["embedded" as StoreKind])(
     }, 60_000);
     afterAll(async () => {
       await nginx?.stop();
-      for (const server of servers) await server.stop(true);
+      for (const server of servers) await server.stop();
       for (const cleanup of cleanups) await cleanup();
     }, 60_000);
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { BROWSER_MOUNTS } from "../../src/http/mounts";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { mailbox, signIn } from "../helpers/sign-in";
 
 const NEWS = "https://news.example";
@@ -303,15 +302,14 @@ describe.each(storeKinds)("CORS on the browser routes (%s store)", (kind) => {
 
   describe("over a real socket", () => {
     let base: string;
-    let server: { stop(force?: boolean): Promise<void> | void } | undefined;
+    let server: Served | undefined;
 
     beforeAll(() => {
-      const app = listen(h.app, h.deps, 0);
-      server = app.server as typeof server;
-      base = `http://127.0.0.1:${Number(app.server?.port)}`;
+      server = serveHarness(h);
+      base = server.base;
     });
     afterAll(async () => {
-      await server?.stop(true);
+      await server?.stop();
     });
 
     it("answers a preflight, then the credentialed request, as a browser sees them", async () => {

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
-import { listen } from "../../src/app";
 import { MAX_JSON_DEPTH } from "../../src/http/json-shape";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { mailbox, signIn } from "../helpers/sign-in";
 
 const NUL = "a\u0000b";
@@ -190,7 +189,7 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
 describe.each(["h1", "node", "bun"])("requests Bun cannot make a URL of (SVC_HTTP_SERVER=%s)", (httpServer) => {
   let h: Harness;
   let drop: () => Promise<void>;
-  let server: ReturnType<typeof listen>["server"];
+  let server: Served | undefined;
 
   beforeAll(async () => {
     const db = await freshDatabase("embedded");
@@ -201,10 +200,10 @@ describe.each(["h1", "node", "bun"])("requests Bun cannot make a URL of (SVC_HTT
       "news",
       basicDocument({ features: { ...basicDocument().features, subscribe: subscribeJourney() } }),
     );
-    server = listen(h.app, h.deps, 0).server;
+    server = serveHarness(h);
   }, 60_000);
   afterAll(async () => {
-    await server?.stop(true);
+    await server?.stop();
     await h.stop();
     await drop();
   }, 60_000);

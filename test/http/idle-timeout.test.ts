@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { connect, type Socket } from "node:net";
-import { listen } from "../../src/app";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, startHarness } from "../helpers/harness";
+import { type Harness, type Served, serveHarness, startHarness } from "../helpers/harness";
 
 /**
  * SVC_HTTP_IDLE_TIMEOUT_MS reaches every transport: a keep-alive connection left idle after its
@@ -14,16 +13,16 @@ import { type Harness, startHarness } from "../helpers/harness";
 describe.each(["h1", "node", "bun"])("the idle keep-alive timeout (SVC_HTTP_IDLE_TIMEOUT_MS, %s)", (httpServer) => {
   let h: Harness;
   let drop: () => Promise<void>;
-  let server: ReturnType<typeof listen>["server"];
+  let server: Served | undefined;
 
   beforeAll(async () => {
     const db = await freshDatabase("embedded");
     drop = db.drop;
     h = await startHarness(db, { config: { SVC_HTTP_SERVER: httpServer, SVC_HTTP_IDLE_TIMEOUT_MS: "1000" } });
-    server = listen(h.app, h.deps, 0).server;
+    server = serveHarness(h);
   }, 60_000);
   afterAll(async () => {
-    await server?.stop(true);
+    await server?.stop();
     await h.stop();
     await drop();
   }, 60_000);

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { connect } from "node:net";
-import { listen } from "../../src/app";
 import { BUSY_TURN } from "../../src/http/turn-batch";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 /** Connections open at once, and requests each writes in one TCP write, per round. */
 const CONNECTIONS = 24;
@@ -71,19 +70,18 @@ describe.each(storeKinds)("pipelined requests on a listening server (%s store)",
   let drop: () => Promise<void>;
   let key: string;
   let port: number;
-  let server: { stop(closeActive?: boolean): unknown } | null = null;
+  let server: Served | undefined;
 
   beforeAll(async () => {
     const db = await freshDatabase(kind);
     drop = db.drop;
     h = await startHarness(db);
     ({ key } = await seedSite(h, "news", basicDocument()));
-    const app = listen(h.app, h.deps, 0);
-    server = app.server as typeof server;
-    port = Number(app.server?.port);
+    server = serveHarness(h);
+    port = server.port;
   }, 60_000);
   afterAll(async () => {
-    await server?.stop(true);
+    await server?.stop();
     await h.stop();
     await drop();
   }, 60_000);

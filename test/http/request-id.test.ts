@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 /** Every error body names the request id its answer's `x-request-id` header carries. */
 describe("the request id in every error body, over a listening server", () => {
@@ -10,18 +9,18 @@ describe("the request id in every error body, over a listening server", () => {
   let drop: () => Promise<void>;
   let base: string;
   let key: string;
-  let server: ReturnType<typeof listen>;
+  let server: Served | undefined;
 
   beforeAll(async () => {
     const db = await freshDatabase("embedded");
     drop = db.drop;
     h = await startHarness(db);
     ({ key } = await seedSite(h, "news", basicDocument()));
-    server = listen(h.app, h.deps, 0);
-    base = `http://127.0.0.1:${server.server?.port}`;
+    server = serveHarness(h);
+    base = server.base;
   }, 60_000);
   afterAll(async () => {
-    await server.server?.stop(true);
+    await server?.stop();
     await h.stop();
     await drop();
   }, 60_000);

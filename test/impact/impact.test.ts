@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { run } from "../../src/cli/run";
 import { basicDocument, counterDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
 type Json = Record<string, any>;
@@ -188,11 +187,11 @@ describe.each(storeKinds)("impact before publish (%s store)", (kind) => {
   });
 
   it("prints the replay for operators: npm run svc -- impact <site>", async () => {
-    const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(f?: boolean): Promise<void> };
+    const server = serveHarness(h);
     try {
       let out = "";
       let err = "";
-      const env = { SVC_URL: `http://127.0.0.1:${server.port}`, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
+      const env = { SVC_URL: server.base, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
       const code = await run(["impact", "news"], {
         env,
         stdout: (t) => {
@@ -215,7 +214,7 @@ describe.each(storeKinds)("impact before publish (%s store)", (kind) => {
         ].join("\n"),
       );
     } finally {
-      await server.stop(true);
+      await server.stop();
     }
   });
 

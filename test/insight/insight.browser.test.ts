@@ -3,14 +3,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { runInsightTraffic } from "../../scripts/insight-traffic";
-import { listen } from "../../src/app";
 import type { DecisionsReport, ExperimentsReport, FunnelReport, MetersReport } from "../../src/insight/model";
 import { connectStripe, SECRET_KEY, WEBHOOK_SECRET } from "../checkout/setup";
 import { launchChromium } from "../helpers/browser";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 const demo = JSON.parse(readFileSync(join(import.meta.dir, "..", "..", "docs", "examples", "demo-site.json"), "utf8"));
 
@@ -60,10 +59,9 @@ describe.each(storeKinds)("insight pages in Chromium (%s store)", (kind) => {
       prices: ["price_demo_monthly", "price_demo_annual", "price_demo_pass"],
     });
     await connectStripe(h, stripe);
-    const app = listen(h.app, h.deps, 0);
-    const api = app.server as unknown as { port: number; stop(force?: boolean): Promise<void> };
+    const api = serveHarness(h);
     const result = await runInsightTraffic({
-      base: `http://127.0.0.1:${api.port}`,
+      base: api.base,
       operatorToken: OPERATOR_TOKEN,
       key,
       tenant: "default",
@@ -85,7 +83,7 @@ describe.each(storeKinds)("insight pages in Chromium (%s store)", (kind) => {
     stop = async () => {
       await browser?.close();
       server.stop(true);
-      await api.stop(true);
+      await api.stop();
       await stripe.stop();
       await h.stop();
       await db.drop();

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runInsightTraffic, type TrafficResult } from "../../scripts/insight-traffic";
-import { listen } from "../../src/app";
 import { connectStripe, SECRET_KEY, WEBHOOK_SECRET } from "../checkout/setup";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 const demo = JSON.parse(readFileSync(join(import.meta.dir, "..", "..", "docs", "examples", "demo-site.json"), "utf8"));
 
@@ -27,16 +26,15 @@ describe.each(storeKinds)("a scripted run of traffic on the demo site (%s store)
       prices: ["price_demo_monthly", "price_demo_annual", "price_demo_pass"],
     });
     await connectStripe(h, stripe);
-    const app = listen(h.app, h.deps, 0);
-    const server = app.server as unknown as { port: number; stop(force?: boolean): Promise<void> };
+    const server = serveHarness(h);
     stop = async () => {
-      await server.stop(true);
+      await server.stop();
       await stripe.stop();
       await h.stop();
       await db.drop();
     };
     result = await runInsightTraffic({
-      base: `http://127.0.0.1:${server.port}`,
+      base: server.base,
       operatorToken: OPERATOR_TOKEN,
       key,
       tenant: "default",

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { giftDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { ofType, openSse } from "../helpers/sse";
 import { until } from "../helpers/wait";
 
@@ -15,7 +14,7 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
   let key: string;
   let keyId: string;
   let base: string;
-  let server: { port: number; stop(force?: boolean): Promise<void> };
+  let server: Served;
   let userId: string;
 
   beforeAll(async () => {
@@ -32,12 +31,11 @@ describe.each(combos)("the interventions stream (%s store, %s transport)", (kind
     ({ key, keyId } = await seedSite(h, "news", giftDocument()));
     const created = await h.admin("POST", "/admin/tenants/default/users", { email: "reader@news.example" });
     userId = ((await created.json()) as { user: { id: string } }).user.id;
-    const app = listen(h.app, h.deps, 0);
-    server = app.server as unknown as typeof server;
-    base = `http://127.0.0.1:${server.port}`;
+    server = serveHarness(h);
+    base = server.base;
   }, 60_000);
   afterAll(async () => {
-    await server.stop(true);
+    await server.stop();
     await h.stop();
     await drop();
   }, 60_000);

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { OFREPProvider } from "@openfeature/ofrep-provider";
 import { type Client, OpenFeature } from "@openfeature/server-sdk";
-import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
 type Json = Record<string, any>;
@@ -32,7 +31,7 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
   let drop: () => Promise<void>;
   let key: string;
   let base: string;
-  let server: { port: number; stop(force?: boolean): Promise<void> };
+  let server: Served;
   let client: Client;
 
   beforeAll(async () => {
@@ -40,8 +39,8 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
     ({ key } = await seedSite(h, "news", ofrepDocument()));
-    server = listen(h.app, h.deps, 0).server as unknown as typeof server;
-    base = `http://127.0.0.1:${server.port}`;
+    server = serveHarness(h);
+    base = server.base;
     const domain = `svc-${kind}`;
     await OpenFeature.setProviderAndWait(
       domain,
@@ -51,7 +50,7 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
   }, 60_000);
   afterAll(async () => {
     await OpenFeature.clearProviders();
-    await server.stop(true);
+    await server.stop();
     await h.stop();
     await drop();
   }, 60_000);

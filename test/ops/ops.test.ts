@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import type { Deps } from "../../src/deps";
 import { UNMATCHED_ROUTE } from "../../src/http/request-stats";
 import { readiness } from "../../src/ops/ready";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, OPERATOR_TOKEN, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 const METRICS_TOKEN = "metrics-token-0123456789abcdef";
 /** Debian's Python, whose python3-prometheus-client is the official client's parser (.ci/run installs it). */
@@ -30,7 +29,7 @@ function sample(text: string, line: string): number | undefined {
 describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)", (kind: StoreKind) => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   let h: Harness;
-  let server: { stop(closeActive?: boolean): unknown };
+  let server: Served;
   let base: string;
   let key: string;
 
@@ -38,13 +37,12 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
     db = await freshDatabase(kind);
     h = await startHarness(db, { config: { SVC_METRICS_TOKEN: METRICS_TOKEN, SVC_ACCESS_LOG: "1" } });
     ({ key } = await seedSite(h, "news", basicDocument()));
-    const app = listen(h.app, h.deps, 0);
-    server = app.server as unknown as typeof server;
-    base = `http://127.0.0.1:${(app.server as unknown as { port: number }).port}`;
+    server = serveHarness(h);
+    base = server.base;
   });
 
   afterAll(async () => {
-    await server.stop(true);
+    await server.stop();
     await h.stop();
     await db.drop();
   });
@@ -267,10 +265,10 @@ describe("the access log is off by default; the bun transport also sends request
   it("writes no request lines without SVC_ACCESS_LOG, and counts through Bun.serve", async () => {
     const db = await freshDatabase("embedded");
     const h = await startHarness(db, { config: { SVC_HTTP_SERVER: "bun" } });
-    const app = listen(h.app, h.deps, 0);
+    const server = serveHarness(h);
     try {
       const { key } = await seedSite(h, "news", basicDocument());
-      const base = `http://127.0.0.1:${(app.server as unknown as { port: number }).port}`;
+      const base = server.base;
       const answer = await fetch(`${base}/v1/decide`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "x-svc-site-id": "news", "x-request-id": "bun-1" },
@@ -286,7 +284,7 @@ describe("the access log is off by default; the bun transport also sends request
       expect(sample(text, 'svc_http_requests_total{method="GET",route="/health",status="200"}')).toBe(1);
       expect(h.logger.lines.some((l) => (JSON.parse(l) as { message: string }).message === "request")).toBe(false);
     } finally {
-      await (app.server as unknown as { stop(closeActive?: boolean): Promise<void> }).stop(true);
+      await server.stop();
       await h.stop();
       await db.drop();
     }

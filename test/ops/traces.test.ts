@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 /** One span as OTLP/HTTP's JSON encoding carries it (ids in hex). */
 interface OtlpSpan {
@@ -73,7 +72,7 @@ describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
     let idp: FakeIdp;
     let base: string;
     let key: string;
-    let server: { stop(close?: boolean): unknown } | undefined;
+    let server: Served | undefined;
 
     beforeAll(async () => {
       receiver = startOtlpReceiver();
@@ -93,12 +92,11 @@ describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
         (await h.admin("PUT", "/admin/tenants/default/identity-provider", { issuer: idp.issuer, jwksUrl: idp.jwksUrl }))
           .status,
       ).toBe(200);
-      const app = listen(h.app, h.deps, 0);
-      server = app.server as unknown as { stop(close?: boolean): unknown };
-      base = `http://127.0.0.1:${(app.server as { port: number }).port}`;
+      server = serveHarness(h);
+      base = server.base;
     }, 60_000);
     afterAll(async () => {
-      await server?.stop(true);
+      await server?.stop();
       await h.stop();
       receiver.stop();
       await idp.stop();
@@ -253,10 +251,9 @@ describe("with no OTLP endpoint configured", () => {
 
   it("builds no tracing at all, and answers carry no trace context", async () => {
     expect(h.deps.tracing).toBeNull();
-    const app = listen(h.app, h.deps, 0);
-    const server = app.server as unknown as { port: number; stop(close?: boolean): unknown };
+    const server = serveHarness(h);
     try {
-      const res = await fetch(`http://127.0.0.1:${server.port}/v1/decide`, {
+      const res = await fetch(`${server.base}/v1/decide`, {
         method: "POST",
         headers: {
           "x-svc-site-id": "news",
@@ -269,7 +266,7 @@ describe("with no OTLP endpoint configured", () => {
       expect(res.status).toBe(200);
       expect(res.headers.get("traceparent")).toBeNull();
     } finally {
-      await server.stop(true);
+      await server.stop();
     }
   });
 });

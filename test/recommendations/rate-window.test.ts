@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { RECOMMENDATIONS_CLIENT_PER_MINUTE } from "../../src/recommendations/routes";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import type { FakeRecombee } from "../helpers/fake-recombee";
-import { type Harness, startHarness } from "../helpers/harness";
+import { type Harness, serveHarness, startHarness } from "../helpers/harness";
 import { ORIGIN, recommendationWorld } from "./fixture";
 
 const SITE_PER_MINUTE = 100;
@@ -32,11 +31,9 @@ describe.each(storeKinds)("recommendations: the browser mount's rate windows (%s
       },
     });
     ({ engine } = await recommendationWorld(h));
-    const server = listen(h.app, h.deps, 0).server as unknown as { port: number; stop(force?: boolean): unknown };
-    base = `http://127.0.0.1:${server.port}`;
-    stopServer = async () => {
-      await server.stop(true);
-    };
+    const server = serveHarness(h);
+    base = server.base;
+    stopServer = server.stop;
   }, 60_000);
   afterAll(async () => {
     await stopServer();

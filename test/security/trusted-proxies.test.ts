@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { listen } from "../../src/app";
 import { basicDocument } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { type Harness, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 /**
  * The service behind a publisher's proxy, over a real socket from 127.0.0.1: what the proxy
@@ -33,14 +32,13 @@ async function startWorld(config: Record<string, string>): Promise<World> {
   expect(
     (await h.admin("POST", "/admin/tenants/default/console-users", { email: "ada@example.com", role: "admin" })).status,
   ).toBe(200);
-  const app = listen(h.app, h.deps, 0);
-  const server = app.server as unknown as { port: number; stop(force?: boolean): Promise<void> | void };
+  const server = serveHarness(h);
   return {
     h,
     box,
-    base: `http://127.0.0.1:${server.port}`,
+    base: server.base,
     async stop() {
-      await server.stop(true);
+      await server.stop();
       await h.stop();
       await db.drop();
     },

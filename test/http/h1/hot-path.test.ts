@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { connect } from "node:net";
-import { listen } from "../../../src/app";
 import { keyedDecideText } from "../../../src/decide/routes";
 import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
 import type { RequestHead } from "../../../src/http/h1/head";
@@ -9,7 +8,7 @@ import { H1Request } from "../../../src/http/h1/request";
 import { requestIdFor } from "../../../src/http/request-id";
 import { basicDocument } from "../../fixtures/documents";
 import { freshDatabase } from "../../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../../helpers/harness";
+import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../../helpers/harness";
 import { readAnswers, send } from "./wire";
 
 const head = (headers: [string, string][], method = "POST"): RequestHead => ({
@@ -101,7 +100,7 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
   let h: Harness;
   let drop: () => Promise<void>;
   let key: string;
-  let server: ReturnType<typeof listen>;
+  let server: Served | undefined;
   let port: number;
 
   beforeAll(async () => {
@@ -109,11 +108,11 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     drop = db.drop;
     h = await startHarness(db);
     ({ key } = await seedSite(h, "news", basicDocument()));
-    server = listen(h.app, h.deps, 0);
-    port = server.server?.port as number;
+    server = serveHarness(h);
+    port = server.port;
   }, 60_000);
   afterAll(async () => {
-    await server.server?.stop(true);
+    await server?.stop();
     await h.stop();
     await drop();
   }, 60_000);
