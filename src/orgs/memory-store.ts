@@ -5,9 +5,9 @@ import { copyRow } from "../infra/memory-rows";
 import type { Tx } from "../mail-budget/store";
 import { UnknownUser } from "../users/memory-store";
 import {
+  claimsOf,
   type InvitationRow,
   type Invited,
-  MAX_ORGS_IN_COOKIE,
   type MemberRow,
   type MembershipRow,
   type OrganizationRow,
@@ -151,18 +151,7 @@ export class MemoryOrgStore implements OrgStore {
         const o = this.organizations.get(m.organizationId);
         return o === undefined ? [] : [{ id: o.id, slug: o.slug, role: m.role }];
       });
-    const orgs: Record<string, string> = {};
-    let activeOrg: OrgClaims["activeOrg"] = null;
-    for (const row of rows)
-      if (row.id === activeOrganizationId) {
-        activeOrg = { id: row.id, slug: row.slug };
-        orgs[row.id] = row.role;
-      }
-    for (const row of rows) {
-      if (Object.keys(orgs).length >= MAX_ORGS_IN_COOKIE) break;
-      orgs[row.id] = row.role;
-    }
-    return { orgs, activeOrg };
+    return claimsOf(rows, activeOrganizationId);
   }
 
   async invite(

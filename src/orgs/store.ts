@@ -19,6 +19,31 @@ export type MemberRow = MembershipRow & { readonly user: MemberUser };
 /** Most organizations the access cookie names (a cookie has a size limit; docs/organizations.md). */
 export const MAX_ORGS_IN_COOKIE = 50;
 
+/**
+ * The access cookie's organizations from a user's seats, oldest first: the active organization
+ * (when a seat in it is held) first, then the others up to MAX_ORGS_IN_COOKIE. Both stores build
+ * claims with it.
+ */
+export function claimsOf(
+  seats: readonly { id: string; slug: string; role: string }[],
+  activeOrganizationId: string | null,
+): OrgClaims {
+  const orgs: Record<string, string> = {};
+  let activeOrg: OrgClaims["activeOrg"] = null;
+  const active = seats.find((seat) => seat.id === activeOrganizationId);
+  if (active !== undefined) {
+    activeOrg = { id: active.id, slug: active.slug };
+    orgs[active.id] = active.role;
+  }
+  let named = Object.keys(orgs).length;
+  for (const seat of seats) {
+    if (named >= MAX_ORGS_IN_COOKIE) break;
+    if (!(seat.id in orgs)) named++;
+    orgs[seat.id] = seat.role;
+  }
+  return { orgs, activeOrg };
+}
+
 /** A new invitation and the pending one it superseded, if any. */
 export interface Invited {
   invitation: InvitationRow;
@@ -255,19 +280,7 @@ export class DrizzleOrgStore implements OrgStore {
         .orderBy(asc(memberships.createdAt), asc(memberships.id))
         .execute(),
     );
-    const orgs: Record<string, string> = {};
-    let activeOrg: OrgClaims["activeOrg"] = null;
-    for (const row of rows) {
-      if (row.id === activeOrganizationId) {
-        activeOrg = { id: row.id, slug: row.slug };
-        orgs[row.id] = row.role;
-      }
-    }
-    for (const row of rows) {
-      if (Object.keys(orgs).length >= MAX_ORGS_IN_COOKIE) break;
-      orgs[row.id] = row.role;
-    }
-    return { orgs, activeOrg };
+    return claimsOf(rows, activeOrganizationId);
   }
 
   /**
