@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { connect, createServer } from "node:net";
@@ -191,4 +192,43 @@ export function throughNginx(
     req.on("error", reject);
     req.end(body);
   });
+}
+
+/** The cookies an answer sets, each as its whole Set-Cookie line. */
+export function cookiesOf(answer: Answer): string[] {
+  return (answer.headers["set-cookie"] ?? []) as string[];
+}
+
+/**
+ * A browser visiting the console through `send` (a request from one reader's address): it keeps
+ * the cookies it is given, requires each to be Secure, and posts forms as `origin` with the CSRF
+ * token of the last page it read.
+ */
+export function consoleVisit(
+  send: (method: string, path: string, headers: Record<string, string>, body?: string) => Promise<Answer>,
+  origin: string,
+): (method: string, path: string, form?: Record<string, string>) => Promise<Answer> {
+  const jar = new Map<string, string>();
+  let page = "";
+  return async (method, path, form) => {
+    const headers: Record<string, string> = {};
+    if (jar.size > 0) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+    let body: string | undefined;
+    if (form !== undefined) {
+      const csrf = page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+      body = new URLSearchParams({ _csrf: csrf, ...form }).toString();
+      headers["content-type"] = "application/x-www-form-urlencoded";
+      headers.origin = origin;
+    }
+    const answer = await send(method, path, headers, body);
+    for (const cookie of cookiesOf(answer)) {
+      expect(cookie).toContain("Secure");
+      const pair = cookie.split(";")[0] as string;
+      const eq = pair.indexOf("=");
+      if (/Max-Age=0/.test(cookie)) jar.delete(pair.slice(0, eq));
+      else jar.set(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    if (String(answer.headers["content-type"] ?? "").startsWith("text/html")) page = answer.text;
+    return answer;
+  };
 }

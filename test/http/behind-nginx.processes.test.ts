@@ -3,7 +3,7 @@ import { BROWSER_LIMIT, DECIDE_WINDOW_MS } from "../../src/deps";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
-import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
+import { consoleVisit, cookiesOf, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { startSmtpServer } from "../helpers/smtp";
@@ -103,7 +103,6 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
     await Promise.all(Array.from({ length: 8 }, worker));
     return { admitted, refused };
   };
-  const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
   const mailTo = async (address: string) => {
     const last = () => smtp.received.filter((m) => m.to.includes(address)).at(-1);
     if (await until(() => last() !== undefined, 5_000, 20)) return (last() as (typeof smtp.received)[number]).text;
@@ -175,29 +174,7 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
   }, 60_000);
 
   it("signs in to the console over HTTPS and accepts its forms, whichever process answers", async () => {
-    const jar = new Map<string, string>();
-    let page = "";
-    const browse = async (method: string, path: string, form?: Record<string, string>) => {
-      const headers: Record<string, string> = {};
-      if (jar.size > 0) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-      let body: string | undefined;
-      if (form !== undefined) {
-        const csrf = page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
-        body = new URLSearchParams({ _csrf: csrf, ...form }).toString();
-        headers["content-type"] = "application/x-www-form-urlencoded";
-        headers.origin = ORIGIN;
-      }
-      const answer = await send(READER_B, method, path, headers, body);
-      for (const cookie of cookiesOf(answer)) {
-        expect(cookie).toContain("Secure");
-        const pair = cookie.split(";")[0] as string;
-        const eq = pair.indexOf("=");
-        if (/Max-Age=0/.test(cookie)) jar.delete(pair.slice(0, eq));
-        else jar.set(pair.slice(0, eq), pair.slice(eq + 1));
-      }
-      if (String(answer.headers["content-type"] ?? "").startsWith("text/html")) page = answer.text;
-      return answer;
-    };
+    const browse = consoleVisit((method, path, headers, body) => send(READER_B, method, path, headers, body), ORIGIN);
     expect((await browse("GET", "/console/sign-in")).status).toBe(200);
     expect((await browse("POST", "/console/sign-in", { email: "ada@example.com" })).status).toBe(200);
     const link = new URL(

@@ -4,7 +4,7 @@ import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
-import { type Answer, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
+import { consoleVisit, cookiesOf, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
 
 /**
  * The publisher's way (issue 35, item 5): Debian's nginx terminates TLS for news.example and
@@ -112,7 +112,6 @@ describe.each(["embedded" as StoreKind])(
       [...process.deps.requests.routes()]
         .find((r) => r.method === "POST" && r.route === "/svc/v1/decide")
         ?.byStatus.get(200)?.count ?? 0;
-    const cookiesOf = (answer: Answer) => (answer.headers["set-cookie"] ?? []) as string[];
     /**
      * The mail to `address`, drained (by either process) until it is sent: a drain the outbox's
      * timer began before the mail was written is shared by the next `drain()` call and does not send it.
@@ -186,29 +185,7 @@ describe.each(["embedded" as StoreKind])(
     });
 
     it("signs in to the console over HTTPS and accepts its forms", async () => {
-      const jar = new Map<string, string>();
-      let page = "";
-      const browse = async (method: string, path: string, form?: Record<string, string>) => {
-        const headers: Record<string, string> = {};
-        if (jar.size > 0) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
-        let body: string | undefined;
-        if (form !== undefined) {
-          const csrf = page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
-          body = new URLSearchParams({ _csrf: csrf, ...form }).toString();
-          headers["content-type"] = "application/x-www-form-urlencoded";
-          headers.origin = ORIGIN;
-        }
-        const answer = await send(READER_B, method, path, headers, body);
-        for (const cookie of cookiesOf(answer)) {
-          expect(cookie).toContain("Secure");
-          const pair = cookie.split(";")[0] as string;
-          const eq = pair.indexOf("=");
-          if (/Max-Age=0/.test(cookie)) jar.delete(pair.slice(0, eq));
-          else jar.set(pair.slice(0, eq), pair.slice(eq + 1));
-        }
-        if (String(answer.headers["content-type"] ?? "").startsWith("text/html")) page = answer.text;
-        return answer;
-      };
+      const browse = consoleVisit((method, path, headers, body) => send(READER_B, method, path, headers, body), ORIGIN);
       expect((await browse("GET", "/console/sign-in")).status).toBe(200);
       expect((await browse("POST", "/console/sign-in", { email: "ada@example.com" })).status).toBe(200);
       await mailTo("ada@example.com");
