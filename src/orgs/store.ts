@@ -35,11 +35,12 @@ export function claimsOf(
     activeOrg = { id: active.id, slug: active.slug };
     orgs[active.id] = active.role;
   }
-  let named = Object.keys(orgs).length;
+  let named = active === undefined ? 0 : 1;
   for (const seat of seats) {
     if (named >= MAX_ORGS_IN_COOKIE) break;
-    if (!(seat.id in orgs)) named++;
+    if (seat === active) continue;
     orgs[seat.id] = seat.role;
+    named++;
   }
   return { orgs, activeOrg };
 }
