@@ -5,7 +5,8 @@ import { rowsOf } from "../../db/client";
 import { MAX_JSON_DEPTH } from "../../src/http/json-shape";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { servedSuite } from "../helpers/served-suite";
 import { mailbox, signIn } from "../helpers/sign-in";
 
 const NUL = "a\u0000b";
@@ -187,33 +188,17 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
 });
 
 describe.each(["h1", "node", "bun"])("requests Bun cannot make a URL of (SVC_HTTP_SERVER=%s)", (httpServer) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let server: Served | undefined;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { SVC_HTTP_SERVER: httpServer } });
-    await seedSite(
-      h,
-      "news",
-      basicDocument({ features: { ...basicDocument().features, subscribe: subscribeJourney() } }),
-    );
-    server = serveHarness(h);
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const served = servedSuite("embedded", {
+    config: { SVC_HTTP_SERVER: httpServer },
+    site: basicDocument({ features: { ...basicDocument().features, subscribe: subscribeJourney() } }),
+  });
 
   it.each([
     "GET /v1/decide/forward?feature=subscribe&site=news HTTP/1.0\r\n\r\n",
     "GET /v1/decide/forward?feature=subscribe&site=news HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n",
     "GET /v1/id/get-session HTTP/1.0\r\nx-svc-site-id: news\r\n\r\n",
   ])("answers a request without a usable Host in the envelope, never Bun's error page: %j", async (request) => {
-    const answer = await rawExchange(server?.port as number, request);
+    const answer = await rawExchange(served.server.port, request);
     expect(answer).toStartWith("HTTP/1.1 400");
     expect(answer.toLowerCase()).toContain("content-type: application/json");
     expect(answer).toContain('"code":"bad_request"');

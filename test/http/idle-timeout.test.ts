@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { connect, type Socket } from "node:net";
-import { freshDatabase } from "../helpers/databases";
-import { type Harness, type Served, serveHarness, startHarness } from "../helpers/harness";
+import { servedSuite } from "../helpers/served-suite";
 
 /**
  * SVC_HTTP_IDLE_TIMEOUT_MS reaches every transport: a keep-alive connection left idle after its
@@ -11,24 +10,12 @@ import { type Harness, type Served, serveHarness, startHarness } from "../helper
  * closes one is lost: docs/deploying.md.)
  */
 describe.each(["h1", "node", "bun"])("the idle keep-alive timeout (SVC_HTTP_IDLE_TIMEOUT_MS, %s)", (httpServer) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let server: Served | undefined;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { SVC_HTTP_SERVER: httpServer, SVC_HTTP_IDLE_TIMEOUT_MS: "1000" } });
-    server = serveHarness(h);
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const served = servedSuite("embedded", {
+    config: { SVC_HTTP_SERVER: httpServer, SVC_HTTP_IDLE_TIMEOUT_MS: "1000" },
+  });
 
   it("closes a connection idle after its answer once the timeout has passed, and answers on it before", async () => {
-    const socket: Socket = connect(server?.port as number, "127.0.0.1");
+    const socket: Socket = connect(served.server.port, "127.0.0.1");
     let received = "";
     let closedAt = 0;
     const closed = new Promise<void>((resolve) =>

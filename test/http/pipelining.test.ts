@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { BUSY_TURN } from "../../src/http/turn-batch";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
-import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { type StoreKind, storeKinds } from "../helpers/databases";
+import { servedSuite } from "../helpers/served-suite";
 
 /** Connections open at once, and requests each writes in one TCP write, per round. */
 const CONNECTIONS = 24;
@@ -66,25 +66,7 @@ function exchange(port: number, payload: string, count: number): Promise<{ answe
 // turn: a store read (an unknown key value, and on the server store a first-seen subject) or the
 // per-turn batching that sustained load turns on (src/http/turn-batch.ts).
 describe.each(storeKinds)("pipelined requests on a listening server (%s store)", (kind: StoreKind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-  let port: number;
-  let server: Served | undefined;
-
-  beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    server = serveHarness(h);
-    port = server.port;
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const served = servedSuite(kind, { site: basicDocument() });
 
   let sequence = 0;
   /** Every third request carries an unknown key (a store read, then 401); the others decide. */
@@ -94,10 +76,10 @@ describe.each(storeKinds)("pipelined requests on a listening server (%s store)",
     // A subject never seen before: on the server store its meters are read from Postgres.
     const body = JSON.stringify({ features: ["paywall", tag], deviceId: `reader-${n}` });
     const unknownKey = n % 3 === 1;
-    const apiKey = unknownKey ? `svc_unknown_${n}_${key.slice(-8)}` : key;
+    const apiKey = unknownKey ? `svc_unknown_${n}_${served.key.slice(-8)}` : served.key;
     return {
       text:
-        `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nx-svc-site-id: news\r\nx-api-key: ${apiKey}\r\n` +
+        `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1:${served.server.port}\r\nx-svc-site-id: news\r\nx-api-key: ${apiKey}\r\n` +
         `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       status: unknownKey ? 401 : 200,
       tag,
@@ -113,7 +95,11 @@ describe.each(storeKinds)("pipelined requests on a listening server (%s store)",
       for (let round = 0; round < ROUNDS; round++) {
         const requests = Array.from({ length: PIPELINED }, nextRequest);
         sent += requests.length;
-        const { answers, closed } = await exchange(port, requests.map((r) => r.text).join(""), requests.length);
+        const { answers, closed } = await exchange(
+          served.server.port,
+          requests.map((r) => r.text).join(""),
+          requests.length,
+        );
         answered += answers.length;
         if (answers.length < requests.length) {
           wrong.push(`${requests.length - answers.length} unanswered (connection ${closed ? "closed" : "open"})`);

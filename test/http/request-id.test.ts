@@ -1,63 +1,50 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { OPERATOR_TOKEN } from "../helpers/harness";
+import { servedSuite } from "../helpers/served-suite";
 
 /** Every error body names the request id its answer's `x-request-id` header carries. */
 describe("the request id in every error body, over a listening server", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let base: string;
-  let key: string;
-  let server: Served | undefined;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    server = serveHarness(h);
-    base = server.base;
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const served = servedSuite("embedded", { site: basicDocument() });
 
   const refusals: [string, () => Promise<Response>, number][] = [
-    ["no route", () => fetch(`${base}/v1/nothing-here`), 404],
+    ["no route", () => fetch(`${served.server.base}/v1/nothing-here`), 404],
     [
       "keyed decide without a key",
-      () => fetch(`${base}/v1/decide`, { method: "POST", headers: { "x-svc-site-id": "news" }, body: "{}" }),
+      () =>
+        fetch(`${served.server.base}/v1/decide`, { method: "POST", headers: { "x-svc-site-id": "news" }, body: "{}" }),
       401,
     ],
     [
       "keyed decide with malformed JSON",
       () =>
-        fetch(`${base}/v1/decide`, {
+        fetch(`${served.server.base}/v1/decide`, {
           method: "POST",
-          headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+          headers: { "x-svc-site-id": "news", "x-api-key": served.key, "content-type": "application/json" },
           body: "{nope",
         }),
       400,
     ],
     [
       "an admin route without the operator token",
-      () => fetch(`${base}/admin/tenants`, { headers: { authorization: "Bearer wrong" } }),
+      () => fetch(`${served.server.base}/admin/tenants`, { headers: { authorization: "Bearer wrong" } }),
       401,
     ],
     [
       "a body failing its schema",
       () =>
-        fetch(`${base}/admin/tenants`, {
+        fetch(`${served.server.base}/admin/tenants`, {
           method: "POST",
           headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
           body: '{"id": 7}',
         }),
       422,
     ],
-    ["an unknown site", () => fetch(`${base}/v1/id/config`, { headers: { "x-svc-site-id": "ghost" } }), 404],
+    [
+      "an unknown site",
+      () => fetch(`${served.server.base}/v1/id/config`, { headers: { "x-svc-site-id": "ghost" } }),
+      404,
+    ],
   ];
 
   for (const [name, send, status] of refusals) {
@@ -71,7 +58,7 @@ describe("the request id in every error body, over a listening server", () => {
   }
 
   it("keeps the client's own valid x-request-id in the body and the header", async () => {
-    const res = await fetch(`${base}/v1/nothing-here`, { headers: { "x-request-id": "trace-42" } });
+    const res = await fetch(`${served.server.base}/v1/nothing-here`, { headers: { "x-request-id": "trace-42" } });
     expect(res.headers.get("x-request-id")).toBe("trace-42");
     expect((await res.json()).error.requestId).toBe("trace-42");
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { keyedDecideText } from "../../../src/decide/routes";
 import { encodeHead, encodeJsonHead } from "../../../src/http/h1/encode";
@@ -7,8 +7,7 @@ import { type Answer, encodeJson } from "../../../src/http/h1/output";
 import { H1Request } from "../../../src/http/h1/request";
 import { requestIdFor } from "../../../src/http/request-id";
 import { basicDocument } from "../../fixtures/documents";
-import { freshDatabase } from "../../helpers/databases";
-import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../../helpers/harness";
+import { servedSuite } from "../../helpers/served-suite";
 import { readAnswers, send } from "./wire";
 
 const head = (headers: [string, string][], method = "POST"): RequestHead => ({
@@ -97,42 +96,24 @@ describe("a hot JSON answer encoded once", () => {
 });
 
 describe("keyed decide over the h1 transport (the hot path), over a real socket", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-  let server: Served | undefined;
-  let port: number;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    server = serveHarness(h);
-    port = server.port;
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const served = servedSuite("embedded", { site: basicDocument() });
 
   const decideBytes = (body: string, extra = "") =>
-    `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${key}\r\n` +
+    `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${served.key}\r\n` +
     `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 
   it("answers as app.handle does: the same decisions, a UTF-8 length, the client's request id", async () => {
     const body = JSON.stringify({ userId: "reader-é", features: ["section", "teaser"] });
-    const wire = await send(port, decideBytes(body, "x-request-id: hot-1\r\n"), { answers: 1 });
+    const wire = await send(served.server.port, decideBytes(body, "x-request-id: hot-1\r\n"), { answers: 1 });
     const answer = wire.answers[0];
     expect(answer?.status).toBe(200);
     expect(answer?.headers["content-type"]).toBe("application/json");
     expect(answer?.headers["x-request-id"]).toBe("hot-1");
     expect(Number(answer?.headers["content-length"])).toBe(answer?.body.byteLength as number);
-    const handled = await h.app.handle(
+    const handled = await served.h.app.handle(
       new Request("http://127.0.0.1/v1/decide", {
         method: "POST",
-        headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+        headers: { "x-svc-site-id": "news", "x-api-key": served.key, "content-type": "application/json" },
         body: JSON.stringify({ userId: "reader-è", features: ["section", "teaser"] }),
       }),
     );
@@ -143,7 +124,7 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
   });
 
   it("answers at once, with no promise, when the key and the reader are in memory; through a promise only when a step waits", async () => {
-    const hot = keyedDecideText(h.deps);
+    const hot = keyedDecideText(served.h.deps);
     const light = (apiKey: string, body: string, id: string) =>
       new H1Request(
         head([
@@ -157,18 +138,18 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
       );
     const body = JSON.stringify({ userId: "at-once", features: ["section"] });
     // The first call may wait for the key's first read; after it, the key is held.
-    const first = hot(light(key, body, "once-0"));
+    const first = hot(light(served.key, body, "once-0"));
     await first;
-    const warm = hot(light(key, body, "once-1"));
+    const warm = hot(light(served.key, body, "once-1"));
     expect(typeof warm).toBe("string");
     expect(JSON.parse(warm as string).decisions.section).toBeDefined();
     // A refusal found at once is a Response at once, in the envelope.
-    const malformed = hot(light(key, "{nope", "once-2"));
+    const malformed = hot(light(served.key, "{nope", "once-2"));
     expect(malformed).toBeInstanceOf(Response);
     expect((malformed as Response).status).toBe(400);
     expect(((await (malformed as Response).json()) as { error: { requestId: string } }).error.requestId).toBe("once-2");
     // A key never seen is looked up in the store: a promise, settling to the 401 (never a rejection).
-    const unknown = hot(light(`${key}x`, body, "once-3"));
+    const unknown = hot(light(`${served.key}x`, body, "once-3"));
     expect(unknown).toBeInstanceOf(Promise);
     const refused = (await unknown) as Response;
     expect(refused.status).toBe(401);
@@ -178,11 +159,11 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
   it("reads a chunked body, and answers a malformed one 400 in the envelope naming its request id", async () => {
     const json = JSON.stringify({ userId: "chunked", features: ["section"] });
     const chunked =
-      `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${key}\r\n` +
+      `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nx-api-key: ${served.key}\r\n` +
       `content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n` +
       `${Buffer.byteLength(json).toString(16)}\r\n${json}\r\n0\r\n\r\n`;
     const malformed = decideBytes("{nope", "x-request-id: bad-1\r\n");
-    const wire = await send(port, chunked + malformed, { answers: 2 });
+    const wire = await send(served.server.port, chunked + malformed, { answers: 2 });
     expect(wire.answers.map((a) => a.status)).toEqual([200, 400]);
     expect(JSON.parse(wire.answers[0]?.body.toString() ?? "").decisions.section).toBeDefined();
     const refused = JSON.parse(wire.answers[1]?.body.toString() ?? "");
@@ -196,7 +177,7 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
       decideBytes(JSON.stringify({ userId: id, features: ["section"] }), `x-request-id: ${id}\r\n`);
     const body = JSON.stringify({ userId: "no-host", features: ["section"] });
     const badHost = decideBytes(body, "x-request-id: host-1\r\n").replace("Host: 127.0.0.1", "Host: a/b");
-    const wire = await send(port, good("host-0") + badHost + good("host-2"), { answers: 3 });
+    const wire = await send(served.server.port, good("host-0") + badHost + good("host-2"), { answers: 3 });
     expect(wire.answers.map((a) => a.status)).toEqual([200, 400, 200]);
     expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual(["host-0", "host-1", "host-2"]);
     expect(JSON.parse(wire.answers[1]?.body.toString() ?? "").error).toMatchObject({
@@ -211,7 +192,7 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     const bytes = bodies.map((b, i) =>
       decideBytes(b, `x-request-id: pipe-${i}\r\n${i === 2 ? "connection: close\r\n" : ""}`),
     );
-    const wire = await send(port, bytes.join(""));
+    const wire = await send(served.server.port, bytes.join(""));
     expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual(["pipe-0", "pipe-1", "pipe-2"]);
     expect(wire.answers.map((a) => a.status)).toEqual([200, 200, 200]);
     expect(wire.answers[2]?.headers.connection).toBe("close");
@@ -221,18 +202,20 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
   it("keeps pipelined answers in order when some are found at once and some wait for the store", async () => {
     const body = JSON.stringify({ userId: "mixed", features: ["section"] });
     const withKey = (id: string, apiKey: string, extra = "") =>
-      decideBytes(body, `x-request-id: ${id}\r\n${extra}`).replace(`x-api-key: ${key}`, `x-api-key: ${apiKey}`);
+      decideBytes(body, `x-request-id: ${id}\r\n${extra}`).replace(`x-api-key: ${served.key}`, `x-api-key: ${apiKey}`);
     // The reader's first request loads its meters; after it, its requests are answered at once.
-    expect((await send(port, withKey("mix-warm", key, "connection: close\r\n"))).answers[0]?.status).toBe(200);
+    expect(
+      (await send(served.server.port, withKey("mix-warm", served.key, "connection: close\r\n"))).answers[0]?.status,
+    ).toBe(200);
     // Keys never issued are looked up in the store (a promise) between answers found at once.
     const wire = await send(
-      port,
+      served.server.port,
       [
-        withKey("mix-0", key),
-        withKey("mix-1", key),
-        withKey("mix-wait", `${key}-unknown`),
-        withKey("mix-2", key),
-        withKey("mix-last", `${key}-never-issued`, "connection: close\r\n"),
+        withKey("mix-0", served.key),
+        withKey("mix-1", served.key),
+        withKey("mix-wait", `${served.key}-unknown`),
+        withKey("mix-2", served.key),
+        withKey("mix-last", `${served.key}-never-issued`, "connection: close\r\n"),
       ].join(""),
     );
     expect(wire.answers.map((a) => a.headers["x-request-id"])).toEqual([
@@ -251,7 +234,9 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
     const count = 8_000;
     const keys: string[] = [];
     for (let k = 0; k < 4; k++) {
-      const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name: `slow reader ${k}` });
+      const issued = await served.h.admin("POST", "/admin/tenants/default/sites/news/keys", {
+        name: `slow reader ${k}`,
+      });
       keys.push(((await issued.json()) as { key: string }).key);
     }
     const requests: string[] = [];
@@ -259,11 +244,11 @@ describe("keyed decide over the h1 transport (the hot path), over a real socket"
       // Explained, so each answer is near a kilobyte: 7 MB in all, past what the kernel buffers hold.
       const body = JSON.stringify({ userId: `slow-${i % 50}`, features: ["section", "teaser"], explain: true });
       const extra = `x-request-id: slow-${i}\r\n${i === count - 1 ? "connection: close\r\n" : ""}`;
-      requests.push(decideBytes(body, extra).replace(`x-api-key: ${key}`, `x-api-key: ${keys[i % 4]}`));
+      requests.push(decideBytes(body, extra).replace(`x-api-key: ${served.key}`, `x-api-key: ${keys[i % 4]}`));
     }
     const received = await new Promise<Buffer>((resolve, reject) => {
       const parts: Buffer[] = [];
-      const socket = connect({ port, host: "127.0.0.1" });
+      const socket = connect({ port: served.server.port, host: "127.0.0.1" });
       socket.pause();
       socket.on("connect", () => {
         socket.write(requests.join(""));
