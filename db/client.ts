@@ -65,6 +65,8 @@ export async function openDatabase(options: {
    * cheaper statements at the cost of more memory while a test file runs.
    */
   collectAfter?: number;
+  /** The embedded store's shared buffers in MB (EMBEDDED_SHARED_BUFFERS_MB by default); a server's are its own. */
+  sharedBuffersMb?: number;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
   onProgress?: (message: string, fields: Record<string, unknown>) => void;
   /**
@@ -147,7 +149,7 @@ export async function openDatabase(options: {
       privateTree(folder);
     }
     // PGlite runs in its own thread: its work never blocks the thread that serves requests.
-    client = await PGliteThread.open(folder, EMBEDDED_SETTINGS, {
+    client = await PGliteThread.open(folder, embeddedSettings(options.sharedBuffersMb), {
       dump: options.from,
       collectAfter: options.collectAfter,
     });
@@ -289,11 +291,17 @@ const HANG_MS = 1_000;
 /**
  * Embedded Postgres settings. Counters, keys and documents are served from memory and Postgres
  * only takes batched writes and cold reads, so 8 MB of shared buffers and 1 MB of WAL buffers
- * (PGlite's are 128 MB and 4 MB, resident in its WebAssembly memory once used) are plenty; the
- * OS caches the files. Measured: 100,000 counter upserts took the same time with 16 or 8 MB, and
- * the thread held about 8 MB less.
+ * (PGlite's are 128 MB and 4 MB, resident in its WebAssembly memory once used) are the default;
+ * the OS caches the files. Measured: 100,000 counter upserts took the same time with 16 or 8 MB,
+ * and the thread held about 8 MB less. A store of many readers writes rows its buffers no longer
+ * hold, each read through the file system again (`SVC_EMBEDDED_SHARED_BUFFERS_MB`;
+ * docs/performance.md, "The embedded store's cost per request grows with its readers").
  */
-const EMBEDDED_SETTINGS = ["-c", "shared_buffers=8MB", "-c", "wal_buffers=1MB"];
+const EMBEDDED_SHARED_BUFFERS_MB = 8;
+
+function embeddedSettings(sharedBuffersMb = EMBEDDED_SHARED_BUFFERS_MB): string[] {
+  return ["-c", `shared_buffers=${sharedBuffersMb}MB`, "-c", "wal_buffers=1MB"];
+}
 
 /**
  * Says how many committed migrations the store has not applied yet, before they run (a first

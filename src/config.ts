@@ -23,6 +23,11 @@ export interface Config {
   readonly statsFlushIntervalMs: number;
   /** Most meter values (subject-meter pairs) held in memory; past it the oldest clean ones go. */
   readonly meterEntries: number;
+  /**
+   * The embedded store's shared buffers, MB (Postgres' `shared_buffers`; no effect with a
+   * Postgres server). Resident once used; more keeps a large store's counter writes cheaper.
+   */
+  readonly embeddedSharedBuffersMb: number;
   /** Seed the demo tenant/site/key on an empty store (default: only when embedded). */
   readonly seedDemo: boolean;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -240,6 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     flushIntervalMs: intVar(env, "SVC_FLUSH_INTERVAL_MS", 250, 10, 60_000),
     statsFlushIntervalMs: intVar(env, "SVC_STATS_FLUSH_INTERVAL_MS", 1_000, 10, 600_000),
     meterEntries: intVar(env, "SVC_METER_ENTRIES", 4_000_000, 1, 100_000_000),
+    embeddedSharedBuffersMb: intVar(env, "SVC_EMBEDDED_SHARED_BUFFERS_MB", 8, 1, 1024),
     seedDemo,
     logLevel,
     logFormat,

@@ -348,6 +348,7 @@ async function openStore(
       url: config.databaseUrl,
       dataDir: config.dataDir,
       hangMs: config.readDeadlineMs,
+      sharedBuffersMb: config.embeddedSharedBuffersMb,
       onProgress: (message, fields) => logger.info(message, fields),
     }));
   // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.

@@ -22,6 +22,7 @@ describe("configuration", () => {
     expect(config.readDeadlineMs).toBe(1000);
     expect(config.startRetryMs).toBe(30_000);
     expect(config.workers).toBe(1);
+    expect(config.embeddedSharedBuffersMb).toBe(8);
     expect(config.retention).toMatchObject({
       intervalMs: 600_000,
       batch: 500,
@@ -40,6 +41,7 @@ describe("configuration", () => {
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_RUNTIME_THREADS: "idle" }).runtimeThreads).toBe("idle");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_IDLE_TIMEOUT_MS: "65000" }).httpIdleTimeoutMs).toBe(65_000);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ACCESS_LOG: "1" }).accessLog).toBe(true);
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_EMBEDDED_SHARED_BUFFERS_MB: "64" }).embeddedSharedBuffersMb).toBe(64);
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "node" }).httpServer).toBe("node");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "h1" }).httpServer).toBe("h1");
@@ -97,6 +99,9 @@ describe("configuration", () => {
     ["SVC_FLUSH_INTERVAL_MS", "-1"],
     ["SVC_STATS_FLUSH_INTERVAL_MS", "5"],
     ["SVC_METER_ENTRIES", "0"],
+    ["SVC_EMBEDDED_SHARED_BUFFERS_MB", "0"],
+    ["SVC_EMBEDDED_SHARED_BUFFERS_MB", "1025"],
+    ["SVC_EMBEDDED_SHARED_BUFFERS_MB", "32MB"],
     ["SVC_LOG_LEVEL", "loud"],
     ["SVC_LOG_FORMAT", "colour"],
     ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
