@@ -3,7 +3,7 @@
  * `npx bun bench/store-thread-cost.ts [readers] [requests]` (200,000 and 60,000).
  *
  * Starts svc (embedded store unless DATABASE_URL; more server environment as JSON in
- * SERVER_ENV, e.g. '{"SVC_EMBEDDED_SHARED_BUFFERS_MB":"32"}'), deploys the bench site, issues 200
+ * SERVER_ENV, e.g. '{"SVC_EMBEDDED_SHARED_BUFFERS_MB":"32"}'; what it prints in LOG_FILE), deploys the bench site, issues 200
  * keys and touches `readers` new readers once each (a closed loop, as the memory scenario does),
  * then three times answers `requests` keyed decides for readers drawn at random from those and
  * waits until the server is quiet (so the counters those requests left are written), and prints
@@ -28,6 +28,8 @@ const work = mkdtempSync(join(tmpdir(), "svc-store-thread-"));
 const server = await startDecideServer({
   label: "store-thread",
   databaseUrl: process.env.DATABASE_URL,
+  // LOG_FILE: everything the server prints.
+  logFile: process.env.LOG_FILE,
   env: JSON.parse(process.env.SERVER_ENV ?? "{}"),
 });
 try {
@@ -72,3 +74,5 @@ try {
   await server.stop();
   await cleanupAll();
 }
+// The closed loop's connections keep the event loop alive once the server is gone.
+process.exit(0);
