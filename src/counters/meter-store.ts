@@ -191,27 +191,20 @@ export class DrizzleMeterStore implements MeterStore {
     return this.db.transaction((tx) => keyIdOf(tx, name));
   }
 
-  admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
-    return this.db.transaction(async (tx) => {
-      const keyId = name.keyId ?? (await keyIdOf(tx, name));
-      // The lock makes the next statement's snapshot see every member committed before it: two
-      // processes admitting to one reader at once take turns (a plain conditional insert would
-      // let both count the same members and both add one).
-      await tx.execute(sql`select pg_advisory_xact_lock(${keyId}::int, hashtext(${subject}))`);
-      const rows = rowsOf<{ before: number | string; member: boolean; added: number | string }>(
-        await tx.execute(sql`with s as (select item from meter_seen where meter_id = ${keyId} and subject = ${subject}),
-          ins as (insert into meter_seen (meter_id, subject, item)
-            select ${keyId}::int, ${subject}, ${item}
-            where (select count(*) from s) < ${allowance} and not exists (select 1 from s where item = ${item})
-            on conflict do nothing returning 1)
-          select (select count(*) from s) as before, exists (select 1 from s where item = ${item}) as member,
-            (select count(*) from ins) as added`),
-      );
-      const row = rows[0];
-      const before = Number(row?.before ?? 0);
-      if (row?.member) return { outcome: "member", before, keyId };
-      return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before, keyId };
-    });
+  async admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
+    const keyId = name.keyId ?? (await this.keyId(name));
+    // One round trip: `svc_admit_seen` (db/migrations/0020_admit_seen.sql) takes the reader's lock,
+    // then, in a statement whose snapshot sees every member committed before it, adds `item` while
+    // the reader has fewer than `allowance` (two processes admitting to one reader take turns).
+    const rows = rowsOf<{ before: number | string; member: boolean; added: number | string }>(
+      await this.db.execute(
+        sql`select before, member, added from svc_admit_seen(${keyId}::int, ${subject}::text, ${item}::text, ${allowance}::int)`,
+      ),
+    );
+    const row = rows[0];
+    const before = Number(row?.before ?? 0);
+    if (row?.member) return { outcome: "member", before, keyId };
+    return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before, keyId };
   }
 
   async admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {
