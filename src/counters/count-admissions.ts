@@ -1,16 +1,6 @@
-import { type SQL, sql } from "drizzle-orm";
-import { type Db, rowsOf } from "../../db/client";
-import { errorCodeOf } from "../../db/connection-error";
-import { DEFAULT_READ_DEADLINE_MS, StoreUnavailable } from "../infra/deadline";
+import { sql } from "drizzle-orm";
+import { AdmissionBatcher, giveUpStale, type Waiting } from "./admission-batch";
 import type { SeenAdmission } from "./meter-values";
-
-/** One call waiting in a batch. */
-interface Waiting {
-  /** When it was queued (the batcher's clock, ms). */
-  readonly at: number;
-  readonly resolve: (admission: SeenAdmission) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 /** The calls of one batch to one stored count: (meter key, subject), with one allowance. */
 interface Group {
@@ -24,8 +14,6 @@ interface Group {
 const BATCH_GROUPS = 5000;
 /** Rounds of update-then-insert before a group is given up (a row deleted between them, each time). */
 const ROUNDS = 3;
-/** Tries of a statement Postgres chose as a deadlock's victim (it rolled the statement back whole). */
-const DEADLOCK_TRIES = 3;
 
 const groupKey = (keyId: number, subject: string) => `${keyId}\u0000${subject}`;
 
@@ -41,42 +29,15 @@ const groupKey = (keyId: number, subject: string) => `${keyId}\u0000${subject}`;
  * Why batched: one statement per admitted call cost a process on a server store about half of
  * keyed decide's throughput (docs/performance.md, "What exactness costs keyed decide").
  */
-export class CountAdmissions {
+export class CountAdmissions extends AdmissionBatcher<Group[]> {
   private queue = new Map<string, Group>();
   /** Calls whose allowance differs from their group's in the queue: the batch after. */
   private later: { keyId: number; subject: string; allowance: number; waiting: Waiting }[] = [];
-  private sending = false;
-  /** When the statement out was sent (the batcher's clock, ms). */
-  private sentAt = 0;
-  private scheduled = false;
-  /** Calls asked (below their allowance) and statements sent: /metrics, the tests. */
-  calls = 0;
-  statements = 0;
-
-  /**
-   * `maxWaitMs`: a call still queued after this long (a statement before it hung) is given up
-   * unsent, failed as the store unavailable: its request has stopped waiting (the read deadline)
-   * and counted it in this process, and a late admission would count it twice.
-   */
-  constructor(
-    private readonly db: Pick<Db, "execute">,
-    private readonly maxWaitMs = DEFAULT_READ_DEADLINE_MS,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
 
   /** One call to the count of (`keyId`, `subject`): `added` below `allowance`, else `full`. */
   admit(keyId: number, subject: string, allowance: number): Promise<SeenAdmission> {
     if (allowance <= 0) return Promise.resolve({ outcome: "full", before: allowance, keyId });
-    this.calls++;
-    // The statement out has not answered within the deadline (Postgres hangs): fail at once, as
-    // a refused connection does, rather than queue behind it.
-    if (this.sending && this.now() - this.sentAt > this.maxWaitMs) {
-      return Promise.reject(new StoreUnavailable("deadline"));
-    }
-    return new Promise((resolve, reject) => {
-      this.enqueue(keyId, subject, allowance, { at: this.now(), resolve, reject });
-      this.schedule();
-    });
+    return this.queued((waiting) => this.enqueue(keyId, subject, allowance, waiting));
   }
 
   private enqueue(keyId: number, subject: string, allowance: number, waiting: Waiting): void {
@@ -88,40 +49,22 @@ export class CountAdmissions {
     else this.later.push({ keyId, subject, allowance, waiting });
   }
 
-  private schedule(): void {
-    if (this.sending || this.scheduled) return;
-    this.scheduled = true;
-    queueMicrotask(() => {
-      this.scheduled = false;
-      this.send();
-    });
-  }
-
-  private send(): void {
-    if (this.sending || this.queue.size === 0) return;
+  protected take(stale: number): Group[] | null {
     const batch: Group[] = [];
-    const stale = this.now() - this.maxWaitMs;
     for (const [key, group] of this.queue) {
       if (batch.length === BATCH_GROUPS) break;
       this.queue.delete(key);
       const waiting = giveUpStale(group.waiting, stale);
       if (waiting.length > 0) batch.push(waiting === group.waiting ? group : { ...group, waiting });
     }
-    if (batch.length === 0) {
-      this.next();
-      return;
-    }
-    this.sending = true;
-    this.sentAt = this.now();
-    void this.count(batch).then(() => this.next());
+    return batch.length > 0 ? batch : null;
   }
 
-  private next(): void {
-    this.sending = false;
+  protected override requeue(): boolean {
     const later = this.later;
     this.later = [];
     for (const l of later) this.enqueue(l.keyId, l.subject, l.allowance, l.waiting);
-    this.schedule();
+    return later.length > 0;
   }
 
   /**
@@ -129,7 +72,7 @@ export class CountAdmissions {
    * statement commits on its own). A statement that fails fails only the groups not yet counted:
    * their calls were not admitted, so their requests may fall back; the ones counted stand.
    */
-  private async count(batch: readonly Group[]): Promise<void> {
+  protected async admitBatch(batch: readonly Group[]): Promise<void> {
     let left = batch;
     const answer = (rows: CountedRow[]) => {
       const counted = new Map<string, CountedRow>();
@@ -143,10 +86,10 @@ export class CountAdmissions {
     };
     try {
       for (let round = 0; round < ROUNDS && left.length > 0; round++) {
-        answer(await this.run(updateStatement(left)));
+        answer(await this.run<CountedRow>(updateStatement(left)));
         // Never stored: inserted with the calls it admits. A row another process inserted
         // meanwhile makes the insert do nothing for it, and the next round's update counts it.
-        if (left.length > 0) answer(await this.run(insertStatement(left)));
+        if (left.length > 0) answer(await this.run<CountedRow>(insertStatement(left)));
       }
     } catch (error) {
       for (const group of left) for (const w of group.waiting) w.reject(error);
@@ -155,21 +98,6 @@ export class CountAdmissions {
     const error = new Error(`count meter admissions neither updated nor inserted in ${ROUNDS} rounds`);
     for (const group of left) for (const w of group.waiting) w.reject(error);
   }
-
-  /**
-   * One statement; run again when Postgres chose it as a deadlock's victim (it rolled the
-   * statement back whole, so running it again counts nothing twice).
-   */
-  private async run(statement: SQL): Promise<CountedRow[]> {
-    for (let attempt = 1; ; attempt++) {
-      this.statements++;
-      try {
-        return rowsOf<CountedRow>(await this.db.execute(statement));
-      } catch (error) {
-        if (attempt >= DEADLOCK_TRIES || errorCodeOf(error) !== "40P01") throw error;
-      }
-    }
-  }
 }
 
 interface CountedRow {
@@ -177,17 +105,6 @@ interface CountedRow {
   subject: string;
   before: number | string;
   after: number | string;
-}
-
-/** The calls queued since `stale` (the batcher's clock); the older ones are failed unsent. */
-function giveUpStale(waiting: Waiting[], stale: number): Waiting[] {
-  if ((waiting[0] as Waiting).at >= stale) return waiting;
-  const kept: Waiting[] = [];
-  for (const w of waiting) {
-    if (w.at >= stale) kept.push(w);
-    else w.reject(new StoreUnavailable("deadline"));
-  }
-  return kept;
 }
 
 /** The group's calls in arrival order: the first `after - before` admitted, the rest full. */

@@ -2,6 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
 import { CountAdmissions } from "./count-admissions";
 import { type Loaded, meterKey, SEP, type SeenAdmission } from "./meter-values";
+import { SeenAdmissions } from "./seen-admissions";
 
 export type { SeenAdmission };
 
@@ -45,7 +46,8 @@ export interface MeterStore {
   write(parts: readonly MeterRows[]): Promise<number[]>;
   /**
    * Adds `item` to a seen meter's stored members only while they number fewer than `allowance`,
-   * serialised per (meter, subject) across every process on the store. Answers what it found:
+   * serialised per (meter, subject) across every process on the store (batched with other calls,
+   * `SeenAdmissions`). Answers what it found:
    * `added` (the members before it were `before`), `member` (already stored, nothing added) or
    * `full` (`before` members, the allowance reached, nothing added).
    */
@@ -146,13 +148,16 @@ async function keyIdOf(tx: Pick<Db, "execute">, table: MeterName): Promise<numbe
 export class DrizzleMeterStore implements MeterStore {
   /** Count meters' admissions, batched (`CountAdmissions`). */
   readonly counts: CountAdmissions;
+  /** Seen meters' admissions, batched (`SeenAdmissions`). */
+  readonly seen: SeenAdmissions;
 
-  /** `admissionWaitMs`: how long a count meter's admission may wait for its batch (`CountAdmissions`). */
+  /** `admissionWaitMs`: how long an admission may wait for its batch (`AdmissionBatcher`). */
   constructor(
     private readonly db: Db,
     admissionWaitMs?: number,
   ) {
     this.counts = new CountAdmissions(db, admissionWaitMs);
+    this.seen = new SeenAdmissions(db, admissionWaitMs);
   }
 
   async storedKeys(): Promise<string[]> {
@@ -193,18 +198,7 @@ export class DrizzleMeterStore implements MeterStore {
 
   async admitSeen(name: MeterName, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
     const keyId = name.keyId ?? (await this.keyId(name));
-    // One round trip: `svc_admit_seen` (db/migrations/0020_admit_seen.sql) takes the reader's lock,
-    // then, in a statement whose snapshot sees every member committed before it, adds `item` while
-    // the reader has fewer than `allowance` (two processes admitting to one reader take turns).
-    const rows = rowsOf<{ before: number | string; member: boolean; added: number | string }>(
-      await this.db.execute(
-        sql`select before, member, added from svc_admit_seen(${keyId}::int, ${subject}::text, ${item}::text, ${allowance}::int)`,
-      ),
-    );
-    const row = rows[0];
-    const before = Number(row?.before ?? 0);
-    if (row?.member) return { outcome: "member", before, keyId };
-    return { outcome: Number(row?.added ?? 0) > 0 ? "added" : "full", before, keyId };
+    return this.seen.admit(keyId, subject, item, allowance);
   }
 
   async admitCount(name: MeterName, subject: string, allowance: number): Promise<SeenAdmission> {

@@ -1,0 +1,229 @@
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { sql } from "drizzle-orm";
+import { type Database, openDatabase, rowsOf } from "../../db/client";
+import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
+import { SEEN_BATCH_CALLS, SeenAdmissions } from "../../src/counters/seen-admissions";
+import { StoreUnavailable } from "../../src/infra/deadline";
+import { freshDatabase, storeKinds } from "../helpers/databases";
+import { until } from "../helpers/wait";
+
+const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-28" });
+
+const outcomes = (answers: readonly SeenAdmission[]) => answers.map((a) => a.outcome);
+
+/**
+ * Seen meters' admissions batched (`SeenAdmissions`, `svc_admit_seen_batch`): the calls that meet
+ * in one statement are admitted exactly as one call each to `svc_admit_seen` would admit them, on
+ * both stores, and across two connection pools on one server (as two processes), one of them
+ * still admitting one call at a time (a rolling upgrade).
+ */
+describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let store: DrizzleMeterStore;
+
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+    store = new DrizzleMeterStore(db.db);
+  }, 60_000);
+  afterAll(async () => {
+    await db.drop();
+  }, 60_000);
+
+  const members = async (keyId: number, subject: string) =>
+    rowsOf<{ item: string }>(
+      await db.db.execute(
+        sql`select item from meter_seen where meter_id = ${keyId} and subject = ${subject} order by item`,
+      ),
+    ).map((r) => r.item);
+
+  it("admits the first items up to the allowance in arrival order, in one statement", async () => {
+    const keyId = await store.keyId(meter("articles"));
+    const name = { ...meter("articles"), keyId };
+    const before = store.seen.statements;
+    const items = Array.from({ length: 20 }, (_, i) => `a${String(i).padStart(2, "0")}`);
+    const answers = await Promise.all(items.map((item) => store.admitSeen(name, "r1", item, 5)));
+    expect(outcomes(answers)).toEqual([...Array(5).fill("added"), ...Array(15).fill("full")]);
+    expect(answers.slice(0, 5).map((a) => a.before)).toEqual([0, 1, 2, 3, 4]);
+    for (const a of answers.slice(5)) expect(a.before).toBe(5);
+    expect(answers.every((a) => a.keyId === keyId)).toBe(true);
+    expect(await members(keyId, "r1")).toEqual(items.slice(0, 5));
+    // Made in one turn, the 20 calls went out together in one statement.
+    expect(store.seen.statements - before).toBe(1);
+    // A member stays a member; a new item past the allowance stays out.
+    expect(
+      outcomes(await Promise.all([store.admitSeen(name, "r1", "a03", 5), store.admitSeen(name, "r1", "zz", 5)])),
+    ).toEqual(["member", "full"]);
+  });
+
+  it("answers an item twice in one batch as added, then a member", async () => {
+    const keyId = await store.keyId(meter("twice"));
+    const name = { ...meter("twice"), keyId };
+    const answers = await Promise.all([
+      store.admitSeen(name, "t1", "x", 3),
+      store.admitSeen(name, "t1", "y", 3),
+      store.admitSeen(name, "t1", "y", 3),
+      store.admitSeen(name, "t1", "z", 3),
+      store.admitSeen(name, "t1", "x", 3),
+      store.admitSeen(name, "t1", "w", 3),
+    ]);
+    expect(answers.map((a) => [a.outcome, a.before])).toEqual([
+      ["added", 0],
+      ["added", 1],
+      ["member", 2],
+      ["added", 2],
+      ["member", 3],
+      ["full", 3],
+    ]);
+    expect(await members(keyId, "t1")).toEqual(["x", "y", "z"]);
+  });
+
+  it("admits many readers of two meters, more calls than one statement holds, each to its own allowance", async () => {
+    const a = { ...meter("many-a"), keyId: await store.keyId(meter("many-a")) };
+    const b = { ...meter("many-b"), keyId: await store.keyId(meter("many-b")) };
+    const readers = Array.from({ length: 40 }, (_, i) => `m${i}`);
+    const before = store.seen.statements;
+    const calls: Promise<SeenAdmission>[] = [];
+    for (let i = 0; i < 4; i++) {
+      for (const r of readers) {
+        calls.push(store.admitSeen(a, r, `item${i}`, 3));
+        calls.push(store.admitSeen(b, r, `item${i}`, 1));
+      }
+    }
+    expect(calls.length).toBeGreaterThan(SEEN_BATCH_CALLS * 2);
+    const answers = await Promise.all(calls);
+    expect(answers.filter((x) => x.outcome === "added").length).toBe(40 * 3 + 40 * 1);
+    for (const r of readers.slice(0, 5)) {
+      expect(await members(a.keyId, r)).toEqual(["item0", "item1", "item2"]);
+      expect(await members(b.keyId, r)).toEqual(["item0"]);
+    }
+    expect(store.seen.statements - before).toBeGreaterThanOrEqual(Math.ceil(calls.length / SEEN_BATCH_CALLS));
+    expect(store.seen.statements - before).toBeLessThan(calls.length / 10);
+  });
+
+  it("refuses every item with an allowance of nothing, and stores none", async () => {
+    const keyId = await store.keyId(meter("none"));
+    const answers = await Promise.all(
+      [1, 2].map((i) => store.admitSeen({ ...meter("none"), keyId }, "n1", `i${i}`, 0)),
+    );
+    expect(answers).toEqual([
+      { outcome: "full", before: 0, keyId },
+      { outcome: "full", before: 0, keyId },
+    ]);
+    expect(await members(keyId, "n1")).toEqual([]);
+  });
+
+  it("stores a hostile subject and item as they are (parameters, not text in the statement)", async () => {
+    const keyId = await store.keyId(meter("hostile"));
+    const subject = "r'); drop table meter_seen; --\u00e9";
+    const item = '{"a","b"}\\';
+    expect((await store.admitSeen({ ...meter("hostile"), keyId }, subject, item, 2)).outcome).toBe("added");
+    expect(await members(keyId, subject)).toEqual([item]);
+  });
+
+  it.skipIf(kind !== "server")(
+    "admits exactly the allowance across two pools racing over the same readers, one of them one call at a time",
+    async () => {
+      const other: Database = await openDatabase({ url: db.url as string });
+      try {
+        const second = new DrizzleMeterStore(other.db);
+        const keyId = await store.keyId(meter("race"));
+        const name = { ...meter("race"), keyId };
+        const readers = ["x1", "x2", "x3", "x4", "x5"];
+        // An older process's call: svc_admit_seen (migration 0020), the same reader's lock.
+        const single = async (subject: string, item: string): Promise<SeenAdmission> => {
+          const row = rowsOf<{ member: boolean; added: number | string }>(
+            await other.db.execute(
+              sql`select member, added from svc_admit_seen(${keyId}::int, ${subject}::text, ${item}::text, 7)`,
+            ),
+          )[0];
+          return { outcome: row?.member ? "member" : Number(row?.added) > 0 ? "added" : "full", before: 0, keyId };
+        };
+        const calls: Promise<SeenAdmission>[] = [];
+        for (let i = 0; i < 30; i++) {
+          for (const r of readers) {
+            const item = `i${i}`;
+            calls.push(
+              i % 3 === 0
+                ? store.admitSeen(name, r, item, 7)
+                : i % 3 === 1
+                  ? second.admitSeen(name, r, item, 7)
+                  : single(r, item),
+            );
+          }
+        }
+        const answers = await Promise.all(calls);
+        expect(answers.filter((x) => x.outcome === "added").length).toBe(5 * 7);
+        for (const r of readers) expect((await members(keyId, r)).length).toBe(7);
+      } finally {
+        await other.close();
+      }
+    },
+  );
+});
+
+describe("seen meters' batched admissions when the store fails or answers short", () => {
+  it("fails every call of a failed statement, and the calls that came meanwhile go out in the next", async () => {
+    const sent: { fail(): void }[] = [];
+    const failing = new SeenAdmissions({
+      execute: (() =>
+        new Promise((_, reject) => {
+          sent.push({ fail: () => reject(new Error("store down")) });
+        })) as never,
+    });
+    const first = Promise.allSettled([failing.admit(1, "z", "a", 5)]);
+    expect(await until(() => sent.length === 1)).toBe(true);
+    const meanwhile = Promise.allSettled([failing.admit(1, "z", "b", 5), failing.admit(1, "y", "c", 5)]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent.length).toBe(1);
+    sent[0]?.fail();
+    expect((await first).map((a) => a.status)).toEqual(["rejected"]);
+    expect(await until(() => sent.length === 2)).toBe(true);
+    sent[1]?.fail();
+    expect((await meanwhile).map((a) => a.status)).toEqual(["rejected", "rejected"]);
+    expect(sent.length).toBe(2);
+  });
+
+  it("answers the calls the store answered and fails the one it left out", async () => {
+    const short = new SeenAdmissions({
+      execute: (async () => [
+        { ord: 1, before: 0, member: false, added: 1 },
+        { ord: 3, before: 1, member: true, added: 0 },
+      ]) as never,
+    });
+    const answers = await Promise.allSettled([
+      short.admit(1, "s", "a", 5),
+      short.admit(1, "s", "b", 5),
+      short.admit(1, "s", "a", 5),
+    ]);
+    expect(answers.map((a) => (a.status === "fulfilled" ? a.value.outcome : "rejected"))).toEqual([
+      "added",
+      "rejected",
+      "member",
+    ]);
+  });
+
+  it("fails new calls at once behind a statement past the deadline, and never sends the calls that waited past it", async () => {
+    const sent: ((rows: unknown[]) => void)[] = [];
+    let now = 0;
+    const hanging = new SeenAdmissions(
+      { execute: (() => new Promise((resolve) => sent.push(resolve))) as never },
+      1_000,
+      () => now,
+    );
+    const first = hanging.admit(1, "a", "i", 5);
+    expect(await until(() => sent.length === 1)).toBe(true);
+    const queued = hanging.admit(1, "b", "i", 5);
+    now += 999;
+    const withinDeadline = hanging.admit(1, "c", "i", 5);
+    now += 2;
+    await expect(hanging.admit(1, "d", "i", 5)).rejects.toBeInstanceOf(StoreUnavailable);
+    sent[0]?.([{ ord: 1, before: 2, member: false, added: 1 }]);
+    expect(await first).toEqual({ outcome: "added", before: 2, keyId: 1 });
+    await expect(queued).rejects.toBeInstanceOf(StoreUnavailable);
+    expect(await until(() => sent.length === 2)).toBe(true);
+    // The batch sent holds only the call within the deadline: it is the first (ord 1).
+    sent[1]?.([{ ord: 1, before: 0, member: false, added: 0 }]);
+    expect(await withinDeadline).toEqual({ outcome: "full", before: 0, keyId: 1 });
+    expect(sent.length).toBe(2);
+  });
+});
