@@ -10,14 +10,17 @@
  * each thread's CPU µs per request over that (utime + stime of /proc/<pid>/task/<tid>/stat).
  * A reader drawn at random ticks a count row and adds a seen member the store has not cached,
  * as a publisher's many readers do; the pinned bench's 5,000 devices ticks rows it has just
- * written. `Worker` is the embedded store's thread, `bun.exe` the request thread.
+ * written. `Worker` is the embedded store's thread, `bun.exe` the request thread. `PROFILE=1`
+ * runs the server under `bun --cpu-prof` and prints the request thread's self time per function
+ * over the last round (bench/profile.ts).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driveClosedLoop } from "./closed-loop";
 import { subjectRequests } from "./memory";
 import { cleanupAll, threadCpu, waitUntilQuiet } from "./proc";
+import { summariseProfile } from "./profile";
 import { cli, startDecideServer } from "./server";
 import { BENCH_SITE, buildBenchSite, optionalFeatures } from "./site";
 import { issueKeys, prng, signArticles } from "./workload";
@@ -25,7 +28,11 @@ import { issueKeys, prng, signArticles } from "./workload";
 const readers = Number(process.argv[2] ?? 200_000);
 const requests = Number(process.argv[3] ?? 60_000);
 const work = mkdtempSync(join(tmpdir(), "svc-store-thread-"));
+const profileDir = process.env.PROFILE === "1" ? mkdtempSync(join(tmpdir(), "svc-profile-out-")) : undefined;
+/** Seconds from the last round's start to the server's stop (the profile's window). */
+let lastRound = 0;
 const server = await startDecideServer({
+  profileDir,
   label: "store-thread",
   databaseUrl: process.env.DATABASE_URL,
   // LOG_FILE: everything the server prints.
@@ -55,11 +62,13 @@ try {
   await drive(requests, (n) => n % readers);
   for (let round = 1; round <= 3; round++) {
     await waitUntilQuiet(server.pid, 120);
+    const started = performance.now();
     const rand = prng(readers + round);
     const before = threadCpu(server.pid);
     const run = await drive(requests, () => Math.floor(rand() * readers));
     const quiet = await waitUntilQuiet(server.pid, 120);
     const after = threadCpu(server.pid);
+    lastRound = (performance.now() - started) / 1000;
     const rows = [...after]
       .map(([name, cpu]) => [name.trim(), ((cpu - (before.get(name) ?? 0)) * 1e6) / run.sent] as const)
       .filter(([, us]) => us >= 0.05)
@@ -73,6 +82,13 @@ try {
 } finally {
   await server.stop();
   await cleanupAll();
+}
+if (profileDir !== undefined) {
+  const summary = summariseProfile(join(profileDir, readdirSync(profileDir)[0] as string), 30, -(lastRound + 0.5));
+  console.log(`${summary.total_ms} ms sampled in the last round; self time per function, highest first:`);
+  for (const e of summary.top) {
+    console.log(`${String(e.self_pct).padStart(5)}%  ${e.function} (${e.location})  from ${e.called_from}`);
+  }
 }
 // The closed loop's connections keep the event loop alive once the server is gone.
 process.exit(0);

@@ -10,7 +10,7 @@ import { MeterTable } from "./meter-table";
 import { type Loaded, SEP } from "./meter-values";
 import { SiteSubjects } from "./site-subjects";
 
-export { loadStatements, type MeterStore, type SeenAdmission } from "./meter-store";
+export { loadStatement, type MeterStore, type SeenAdmission } from "./meter-store";
 export { MeterTable } from "./meter-table";
 export { countOf, holds, type MeterValue, meterKey, type SeenValue } from "./meter-values";
 
