@@ -3,9 +3,7 @@ import { sql } from "drizzle-orm";
 import { type Database, openDatabase, rowsOf } from "../../db/client";
 import { CountAdmissions } from "../../src/counters/count-admissions";
 import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
-import { StoreUnavailable } from "../../src/infra/deadline";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { until } from "../helpers/wait";
 
 const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-26" });
 
@@ -120,31 +118,6 @@ describe.each(storeKinds)("count meters' batched admissions (%s store)", (kind) 
   );
 });
 
-describe("count meters' batched admissions when the store fails", () => {
-  it("fails every call of the batch, and the calls that came meanwhile go out in the next", async () => {
-    const sent: { fail(): void }[] = [];
-    const failing = new CountAdmissions({
-      execute: (() =>
-        new Promise((_, reject) => {
-          sent.push({ fail: () => reject(new Error("store down")) });
-        })) as never,
-    });
-    const first = Promise.allSettled([failing.admit(1, "z", 5), failing.admit(1, "z", 5)]);
-    expect(await until(() => sent.length === 1)).toBe(true);
-    // While the first statement is out: these wait for it, then go together.
-    const meanwhile = Promise.allSettled([failing.admit(1, "z", 5), failing.admit(1, "y", 5)]);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(sent.length).toBe(1);
-    sent[0]?.fail();
-    expect((await first).map((a) => a.status)).toEqual(["rejected", "rejected"]);
-    expect(await until(() => sent.length === 2)).toBe(true);
-    sent[1]?.fail();
-    expect((await meanwhile).map((a) => a.status)).toEqual(["rejected", "rejected"]);
-    expect(sent.length).toBe(2);
-    expect(await failing.admit(1, "z", 0)).toEqual({ outcome: "full", before: 0, keyId: 1 });
-  });
-});
-
 describe("count meters' batched admissions when a later statement of a batch fails", () => {
   it("keeps the calls an earlier statement counted (they are stored) and fails only the others", async () => {
     let statements = 0;
@@ -169,33 +142,5 @@ describe("count meters' batched admissions when a later statement of a batch fai
       "full",
     ]);
     expect(statements).toBe(2);
-  });
-});
-
-describe("count meters' batched admissions behind a statement that hangs", () => {
-  it("fails new calls at once once it is past the deadline, and never sends the calls that waited past it", async () => {
-    const sent: ((rows: unknown[]) => void)[] = [];
-    let now = 0;
-    const hanging = new CountAdmissions(
-      { execute: (() => new Promise((resolve) => sent.push(resolve))) as never },
-      1_000,
-      () => now,
-    );
-    const first = hanging.admit(1, "a", 5);
-    expect(await until(() => sent.length === 1)).toBe(true);
-    // Queued behind it within the deadline; then the deadline passes with it still out.
-    const queued = hanging.admit(1, "b", 5);
-    now += 999;
-    const withinDeadline = hanging.admit(1, "c", 5);
-    now += 2;
-    await expect(hanging.admit(1, "d", 5)).rejects.toBeInstanceOf(StoreUnavailable);
-    // It answers at last: "a" is counted; "b" waited past the deadline and is failed unsent.
-    sent[0]?.([{ meter_id: 1, subject: "a", before: 2, after: 3 }]);
-    expect(await first).toEqual({ outcome: "added", before: 2, keyId: 1 });
-    await expect(queued).rejects.toBeInstanceOf(StoreUnavailable);
-    expect(await until(() => sent.length === 2)).toBe(true);
-    sent[1]?.([{ meter_id: 1, subject: "c", before: 0, after: 1 }]);
-    expect(await withinDeadline).toEqual({ outcome: "added", before: 0, keyId: 1 });
-    expect(sent.length).toBe(2);
   });
 });

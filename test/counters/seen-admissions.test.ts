@@ -3,9 +3,7 @@ import { sql } from "drizzle-orm";
 import { type Database, openDatabase, rowsOf } from "../../db/client";
 import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
 import { SEEN_BATCH_CALLS, SeenAdmissions } from "../../src/counters/seen-admissions";
-import { StoreUnavailable } from "../../src/infra/deadline";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { until } from "../helpers/wait";
 
 const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-28" });
 
@@ -161,28 +159,7 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
   );
 });
 
-describe("seen meters' batched admissions when the store fails or answers short", () => {
-  it("fails every call of a failed statement, and the calls that came meanwhile go out in the next", async () => {
-    const sent: { fail(): void }[] = [];
-    const failing = new SeenAdmissions({
-      execute: (() =>
-        new Promise((_, reject) => {
-          sent.push({ fail: () => reject(new Error("store down")) });
-        })) as never,
-    });
-    const first = Promise.allSettled([failing.admit(1, "z", "a", 5)]);
-    expect(await until(() => sent.length === 1)).toBe(true);
-    const meanwhile = Promise.allSettled([failing.admit(1, "z", "b", 5), failing.admit(1, "y", "c", 5)]);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(sent.length).toBe(1);
-    sent[0]?.fail();
-    expect((await first).map((a) => a.status)).toEqual(["rejected"]);
-    expect(await until(() => sent.length === 2)).toBe(true);
-    sent[1]?.fail();
-    expect((await meanwhile).map((a) => a.status)).toEqual(["rejected", "rejected"]);
-    expect(sent.length).toBe(2);
-  });
-
+describe("seen meters' batched admissions when the store answers short", () => {
   it("answers the calls the store answered and fails the one it left out", async () => {
     const short = new SeenAdmissions({
       execute: (async () => [
@@ -200,30 +177,5 @@ describe("seen meters' batched admissions when the store fails or answers short"
       "rejected",
       "member",
     ]);
-  });
-
-  it("fails new calls at once behind a statement past the deadline, and never sends the calls that waited past it", async () => {
-    const sent: ((rows: unknown[]) => void)[] = [];
-    let now = 0;
-    const hanging = new SeenAdmissions(
-      { execute: (() => new Promise((resolve) => sent.push(resolve))) as never },
-      1_000,
-      () => now,
-    );
-    const first = hanging.admit(1, "a", "i", 5);
-    expect(await until(() => sent.length === 1)).toBe(true);
-    const queued = hanging.admit(1, "b", "i", 5);
-    now += 999;
-    const withinDeadline = hanging.admit(1, "c", "i", 5);
-    now += 2;
-    await expect(hanging.admit(1, "d", "i", 5)).rejects.toBeInstanceOf(StoreUnavailable);
-    sent[0]?.([{ ord: 1, before: 2, member: false, added: 1 }]);
-    expect(await first).toEqual({ outcome: "added", before: 2, keyId: 1 });
-    await expect(queued).rejects.toBeInstanceOf(StoreUnavailable);
-    expect(await until(() => sent.length === 2)).toBe(true);
-    // The batch sent holds only the call within the deadline: it is the first (ord 1).
-    sent[1]?.([{ ord: 1, before: 0, member: false, added: 0 }]);
-    expect(await withinDeadline).toEqual({ outcome: "full", before: 0, keyId: 1 });
-    expect(sent.length).toBe(2);
   });
 });
