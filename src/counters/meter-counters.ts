@@ -69,6 +69,10 @@ export class MeterCounters implements Flushable {
   get countAdmissions(): { readonly calls: number; readonly statements: number } {
     return this.store instanceof DrizzleMeterStore ? this.store.counts : { calls: 0, statements: 0 };
   }
+  /** Seen meters' admissions through the store so far: new members asked, and the statements they shared (/metrics). */
+  get seenAdmissions(): { readonly calls: number; readonly statements: number } {
+    return this.store instanceof DrizzleMeterStore ? this.store.seen : { calls: 0, statements: 0 };
+  }
   /** Past periods' tables dropped since start. */
   retiredTotal = 0;
   /** How long each batched read of meter values took (seconds), for /metrics. */

@@ -146,6 +146,22 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
     ),
   );
   add(
+    new Scraped(
+      "svc_meter_seen_admissions_total",
+      "Seen meters' new members (and gift links' new readers) asked of the store (a Postgres server: other processes count too).",
+      "counter",
+      () => [{ labels: {}, value: deps.meters.seenAdmissions.calls }],
+    ),
+  );
+  add(
+    new Scraped(
+      "svc_meter_seen_admission_statements_total",
+      "Statements those admissions took: new members that came together share one.",
+      "counter",
+      () => [{ labels: {}, value: deps.meters.seenAdmissions.statements }],
+    ),
+  );
+  add(
     new Scraped("svc_flush_duration_seconds", "Time each counter flush took.", "histogram", () =>
       histogramSamples("svc_flush_duration_seconds", deps.flusher.durations, {}),
     ),

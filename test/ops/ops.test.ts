@@ -134,6 +134,7 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
     const before = await metrics();
     const ok = 'svc_http_requests_total{method="POST",route="/v1/decide",status="200"}';
     const okBefore = sample(before, ok) ?? 0;
+    const seenBefore = sample(before, "svc_meter_seen_admissions_total") ?? -1;
     for (let i = 0; i < 3; i++) {
       const content = signedContent({ id: `m-${i}`, section: "news" });
       expect((await decide({ features: ["paywall"], deviceId: `d-metrics-${i}`, content })).status).toBe(200);
@@ -152,6 +153,11 @@ describe.each(storeKinds)("health, readiness, metrics and request ids (%s store)
     ).toBe(okBefore + 3);
     expect(sample(after, "svc_meter_entries")).toBeGreaterThanOrEqual(3);
     expect(sample(after, "svc_meter_entries_evicted_total")).toBe(0);
+    // Each new article is a new member of the paywall's seen meter: admitted through the store only on a server.
+    expect(sample(after, "svc_meter_seen_admissions_total")).toBe(seenBefore + (kind === "server" ? 3 : 0));
+    expect(sample(after, "svc_meter_seen_admission_statements_total")).toBeGreaterThanOrEqual(
+      kind === "server" ? 1 : 0,
+    );
     // A count meter's call (the teaser's) is admitted through the store only on a server.
     const admissions = sample(after, "svc_meter_count_admissions_total") ?? -1;
     expect((await decide({ features: ["teaser"], deviceId: "d-metrics-teaser" })).status).toBe(200);
