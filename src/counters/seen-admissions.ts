@@ -34,7 +34,9 @@ export const SEEN_BATCH_CALLS = 100;
  * a second with 200,000 readers (docs/performance.md, "What exactness costs keyed decide").
  */
 export class SeenAdmissions extends AdmissionBatcher<Call[]> {
+  /** Calls in arrival order; those before `head` are taken (a queue that grew in a stall is taken in steps). */
   private queue: Call[] = [];
+  private head = 0;
 
   /** `item` for (`keyId`, `subject`): `added`, `member` (stored already) or `full` (the allowance reached). */
   admit(keyId: number, subject: string, item: string, allowance: number): Promise<SeenAdmission> {
@@ -42,8 +44,17 @@ export class SeenAdmissions extends AdmissionBatcher<Call[]> {
   }
 
   protected take(stale: number): Call[] | null {
-    while (this.queue.length > 0) {
-      const taken = this.queue.splice(0, SEEN_BATCH_CALLS);
+    while (this.head < this.queue.length) {
+      const taken = this.queue.slice(this.head, this.head + SEEN_BATCH_CALLS);
+      this.head += taken.length;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+      } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+        // A queue that never empties (calls coming faster than batches leave) drops what was taken.
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
       const batch = taken.filter((call) => giveUpStale([call.waiting], stale).length > 0);
       if (batch.length > 0) return batch;
     }

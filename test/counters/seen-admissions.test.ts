@@ -3,7 +3,9 @@ import { sql } from "drizzle-orm";
 import { type Database, openDatabase, rowsOf } from "../../db/client";
 import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
 import { SEEN_BATCH_CALLS, SeenAdmissions } from "../../src/counters/seen-admissions";
+import { StoreUnavailable } from "../../src/infra/deadline";
 import { freshDatabase, storeKinds } from "../helpers/databases";
+import { until } from "../helpers/wait";
 
 const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-28" });
 
@@ -159,7 +161,43 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
   );
 });
 
-describe("seen meters' batched admissions when the store answers short", () => {
+describe("seen meters' batched admissions over a connection the test controls", () => {
+  it("takes a queue grown in a stall in statements of at most a batch, failing unsent the calls past the deadline", async () => {
+    const sent: ((rows: unknown[]) => void)[] = [];
+    let now = 0;
+    // Answers every call of a batch as added (rows past a batch's size are ignored).
+    const rows = Array.from({ length: SEEN_BATCH_CALLS }, (_, i) => ({
+      ord: i + 1,
+      before: 0,
+      member: false,
+      added: 1,
+    }));
+    const stalled = new SeenAdmissions(
+      { execute: (() => new Promise((resolve) => sent.push(resolve))) as never },
+      1_000,
+      () => now,
+    );
+    const first = stalled.admit(1, "first", "i", 5);
+    expect(await until(() => sent.length === 1)).toBe(true);
+    const late = Promise.allSettled(Array.from({ length: 1_200 }, (_, i) => stalled.admit(1, `late${i}`, "i", 5)));
+    now = 500;
+    const fresh = Array.from({ length: 1_300 }, (_, i) => stalled.admit(1, `fresh${i}`, "i", 5));
+    now = 1_200;
+    sent[0]?.(rows);
+    expect((await first).outcome).toBe("added");
+    // Each statement answered as it comes: 13 batches of 100 for the calls within the deadline.
+    for (let n = 2; n <= 14; n++) {
+      expect(await until(() => sent.length === n)).toBe(true);
+      sent[n - 1]?.(rows);
+    }
+    const settledLate = await late;
+    expect(settledLate.every((a) => a.status === "rejected" && a.reason instanceof StoreUnavailable)).toBe(true);
+    expect((await Promise.all(fresh)).every((a) => a.outcome === "added")).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent.length).toBe(14);
+    expect(stalled.statements).toBe(14);
+  });
+
   it("answers the calls the store answered and fails the one it left out", async () => {
     const short = new SeenAdmissions({
       execute: (async () => [
