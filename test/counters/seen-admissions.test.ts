@@ -77,6 +77,36 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
     expect(await members(keyId, "t1")).toEqual(["x", "y", "z"]);
   });
 
+  it("takes one reader's calls under two allowances (a document changed meanwhile) in their order, as one at a time", async () => {
+    const keyId = await store.keyId(meter("changed"));
+    const name = { ...meter("changed"), keyId };
+    const before = store.seen.statements;
+    const answers = await Promise.all([
+      store.admitSeen(name, "c1", "a", 2),
+      store.admitSeen(name, "c1", "b", 2),
+      store.admitSeen(name, "c1", "c", 5),
+      store.admitSeen(name, "c1", "d", 5),
+      store.admitSeen(name, "c1", "e", 2),
+      // Refused under the smaller allowance, then let in under the larger.
+      store.admitSeen(name, "c2", "p", 1),
+      store.admitSeen(name, "c2", "q", 1),
+      store.admitSeen(name, "c2", "r", 2),
+    ]);
+    expect(answers.map((a) => [a.outcome, a.before])).toEqual([
+      ["added", 0],
+      ["added", 1],
+      ["added", 2],
+      ["added", 3],
+      ["full", 4],
+      ["added", 0],
+      ["full", 1],
+      ["added", 1],
+    ]);
+    expect(await members(keyId, "c1")).toEqual(["a", "b", "c", "d"]);
+    expect(await members(keyId, "c2")).toEqual(["p", "r"]);
+    expect(store.seen.statements - before).toBe(1);
+  });
+
   it("admits many readers of two meters, more calls than one statement holds, each to its own allowance", async () => {
     const a = { ...meter("many-a"), keyId: await store.keyId(meter("many-a")) };
     const b = { ...meter("many-b"), keyId: await store.keyId(meter("many-b")) };
