@@ -48,7 +48,7 @@ export abstract class AdmissionBatcher<Batch> {
 
   /**
    * The next batch, removed from the queue, its calls queued before `stale` failed unsent
-   * (`giveUpStale`); `null` when no call is left in the queue to send.
+   * (`keptWaiting`, `giveUpStale`); `null` when no call is left in the queue to send.
    */
   protected abstract take(stale: number): Batch | null;
   /** Runs the batch and answers each of its calls (resolved or rejected, every one). */
@@ -115,13 +115,15 @@ export abstract class AdmissionBatcher<Batch> {
   }
 }
 
+/** Whether a call queued at `waiting.at` is within the deadline (`stale`); one past it is failed unsent. */
+export function keptWaiting(waiting: Waiting, stale: number): boolean {
+  if (waiting.at >= stale) return true;
+  waiting.reject(new StoreUnavailable("deadline"));
+  return false;
+}
+
 /** The calls queued since `stale` (the batcher's clock); the older ones are failed unsent. */
 export function giveUpStale(waiting: Waiting[], stale: number): Waiting[] {
   if ((waiting[0] as Waiting).at >= stale) return waiting;
-  const kept: Waiting[] = [];
-  for (const w of waiting) {
-    if (w.at >= stale) kept.push(w);
-    else w.reject(new StoreUnavailable("deadline"));
-  }
-  return kept;
+  return waiting.filter((w) => keptWaiting(w, stale));
 }

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { AdmissionBatcher, giveUpStale, type Waiting } from "./admission-batch";
+import { AdmissionBatcher, keptWaiting, type Waiting } from "./admission-batch";
 import type { SeenAdmission } from "./meter-values";
 
 /** One call: `item` for (meter key, subject) under `allowance`. */
@@ -55,7 +55,7 @@ export class SeenAdmissions extends AdmissionBatcher<Call[]> {
         this.queue = this.queue.slice(this.head);
         this.head = 0;
       }
-      const batch = taken.filter((call) => giveUpStale([call.waiting], stale).length > 0);
+      const batch = taken.filter((call) => keptWaiting(call.waiting, stale));
       if (batch.length > 0) return batch;
     }
     return null;
