@@ -20,6 +20,7 @@ describe("bench/pg-driver-cost.ts", () => {
         DATABASE_URL: url as string,
       });
       expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+      expect(stdout).toMatch(/^one 1,100-byte write, both ends' CPU: node:net [\d.]+ µs, Bun\.connect [\d.]+ µs$/m);
       const rounds = stdout
         .split("\n")
         .filter((l) => l.startsWith("round "))
