@@ -4,7 +4,8 @@
  * [statements] [at once] [rounds]` (20,000, 8, 3).
  *
  * On a Postgres server svc's request thread runs the driver (postgres.js, through drizzle), and
- * its CPU per keyed decide is about 2.5 times the embedded store's (bench/HISTORY.md). This sends
+ * that thread's CPU per keyed decide is about 2.5 times what it is on the embedded store, whose
+ * driver runs on a thread of its own (bench/store-thread-cost.ts, bench/HISTORY.md). This sends
  * the same statement, `select cardinality($1::text[])` with a 200-element array (the shape of a
  * counter flush's or an admission batch's parameters), `statements` times, `at once` in flight,
  * through postgres.js and through Bun's own client (`Bun.SQL`), each on a pool of 4 connections,
