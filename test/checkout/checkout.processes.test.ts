@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { afterAll, describe, expect, it } from "bun:test";
 import { checkoutDocument } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
+import { storeKinds } from "../helpers/databases";
 import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
-import { startSecondProcess, within } from "../helpers/second-process";
+import { type Harness, seedSite } from "../helpers/harness";
+import { within } from "../helpers/second-process";
+import { twoProcesses } from "../helpers/worlds";
 import { connectStripe, ORIGIN } from "./setup";
 
 /**
@@ -12,16 +13,9 @@ import { connectStripe, ORIGIN } from "./setup";
  * NOTIFY), within a second.
  */
 describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: Harness;
-  let b: Harness;
   let key: string;
   let stripe: FakeStripe;
-  let closeSecond: () => Promise<void> = async () => {};
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    a = await startHarness(db);
+  const w = twoProcesses(kind, async (a) => {
     ({ key } = await seedSite(a, "news", checkoutDocument()));
     stripe = await startFakeStripe({
       secretKey: "sk_test_checkout_0123456789",
@@ -29,14 +23,9 @@ describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kin
       prices: ["price_annual", "price_pass"],
     });
     await connectStripe(a, stripe);
-    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
-  }, 60_000);
+  });
   afterAll(async () => {
-    await b.stop();
-    await a.stop();
-    await closeSecond();
-    await stripe.stop();
-    await db.drop();
+    await stripe?.stop();
   }, 60_000);
 
   const verdictOn = async (h: Harness, userId: string) => {
@@ -47,24 +36,24 @@ describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kin
     return ((await res.json()) as { decisions: { paywall: { type: string } } }).decisions.paywall.type;
   };
   const deliver = async (event: unknown) => {
-    const { body, headers } = await stripe.signedDelivery(event, Math.floor(a.clock.now() / 1000));
-    return a.request("POST", "/v1/checkout/webhook", { headers, rawBody: body });
+    const { body, headers } = await stripe.signedDelivery(event, Math.floor(w.a.clock.now() / 1000));
+    return w.a.request("POST", "/v1/checkout/webhook", { headers, rawBody: body });
   };
 
   it("a completion taken by one process lets the reader through on another within a second, and a refund takes it back", async () => {
     // The operator's create answers the same user for the address the completion carries.
-    const found = await a.admin("POST", "/admin/tenants/default/users", { email: "elsewhere@example.com" });
+    const found = await w.a.admin("POST", "/admin/tenants/default/users", { email: "elsewhere@example.com" });
     const userId = ((await found.json()) as { user: { id: string } }).user.id;
     // B has read (and holds) this reader's facts before the purchase.
-    expect(await verdictOn(b, userId)).toBe("deny");
+    expect(await verdictOn(w.b, userId)).toBe("deny");
     const before = stripe.sessions.length;
-    const started = await a.request("POST", "/svc/v1/checkout", {
+    const started = await w.a.request("POST", "/svc/v1/checkout", {
       headers: { "x-svc-site-id": "news", origin: ORIGIN },
       body: { offer: "offer_pass", returnPath: "/thanks", cancelPath: "/", email: "elsewhere@example.com" },
     });
     expect(started.status).toBe(200);
     const sessionId = stripe.sessions[before]?.id as string;
-    const created = Math.floor(a.clock.now() / 1000);
+    const created = Math.floor(w.a.clock.now() / 1000);
     const completion = stripe.event(
       "checkout.session.completed",
       {
@@ -77,8 +66,8 @@ describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kin
       created,
     );
     expect((await deliver(completion)).status).toBe(200);
-    expect(await verdictOn(a, userId)).toBe("allow");
-    await within(1000, async () => (await verdictOn(b, userId)) === "allow");
+    expect(await verdictOn(w.a, userId)).toBe("allow");
+    await within(1000, async () => (await verdictOn(w.b, userId)) === "allow");
 
     const refund = stripe.event(
       "charge.refunded",
@@ -86,18 +75,18 @@ describe.each(storeKinds)("a checkout's grant across processes (%s store)", (kin
       created,
     );
     expect((await deliver(refund)).status).toBe(200);
-    await within(1000, async () => (await verdictOn(b, userId)) === "deny");
+    await within(1000, async () => (await verdictOn(w.b, userId)) === "deny");
   });
   it.if(kind === "server")(
     "admits exactly 20 of one browser's checkouts a minute, however they are spread over both",
     async () => {
       // A fresh minute on both clocks (B's follows A's).
-      const next = (Math.floor(a.clock.now() / 60_000) + 1) * 60_000 + 500;
-      a.clock.set(next);
-      b.clock.set(next);
+      const next = (Math.floor(w.a.clock.now() / 60_000) + 1) * 60_000 + 500;
+      w.a.clock.set(next);
+      w.b.clock.set(next);
       const statuses = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
-          (i % 2 === 0 ? a : b).request("POST", "/svc/v1/checkout", {
+          (i % 2 === 0 ? w.a : w.b).request("POST", "/svc/v1/checkout", {
             headers: { "x-svc-site-id": "news", origin: ORIGIN },
             body: { offer: "offer_pass", returnPath: "/thanks", cancelPath: "/", email: `spread-${i}@example.com` },
           }),

@@ -1,6 +1,8 @@
+import { afterAll, beforeAll } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { startFakeStoryblok } from "../helpers/fake-storyblok";
-import { type Harness, seedSite } from "../helpers/harness";
+import { freshDatabase, type StoreKind } from "../helpers/databases";
+import { type FakeStoryblok, startFakeStoryblok } from "../helpers/fake-storyblok";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
 export const CMS_TOKEN = "storyblok-public-token";
 
@@ -14,6 +16,34 @@ export async function contentSite(h: Harness) {
   });
   if (put.status !== 200) throw new Error(`storyblok settings answered ${put.status}`);
   return { cms, key };
+}
+
+/** The world of a content describe block, filled by its beforeAll: read its members inside tests only. */
+export interface ContentWorld {
+  readonly db: Awaited<ReturnType<typeof freshDatabase>>;
+  /** The app; a test restarting it puts the new one here, and that one is stopped after the block. */
+  h: Harness;
+  readonly cms: FakeStoryblok;
+  readonly key: string;
+}
+
+/**
+ * An app over a fresh database of `kind` (`config`) with a content site (`contentSite`), started
+ * before the describe block's tests and stopped after them (call it inside `describe`).
+ */
+export function contentWorld(kind: StoreKind, config: Record<string, string> = {}): ContentWorld {
+  const world = {} as { -readonly [K in keyof ContentWorld]: ContentWorld[K] };
+  beforeAll(async () => {
+    world.db = await freshDatabase(kind);
+    world.h = await startHarness(world.db, { config });
+    ({ cms: world.cms, key: world.key } = await contentSite(world.h));
+  }, 60_000);
+  afterAll(async () => {
+    world.cms.stop();
+    await world.h.stop();
+    await world.db.drop();
+  }, 60_000);
+  return world;
 }
 
 /** POST /v1/content/sync under a key, selecting site "news" unless `headers` say otherwise. */

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
-import { type Database, openDatabase, rowsOf } from "../../db/client";
+import { rowsOf } from "../../db/client";
 import { CountAdmissions } from "../../src/counters/count-admissions";
-import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
-import { freshDatabase, storeKinds } from "../helpers/databases";
+import type { MeterName, SeenAdmission } from "../../src/counters/meter-store";
+import { storeKinds } from "../helpers/databases";
+import { meterStoreWorld, withSecondPool } from "./meter-store-world";
 
 const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-26" });
 
@@ -15,45 +16,36 @@ const added = (answers: readonly SeenAdmission[]) => answers.filter((a) => a.out
  * connection pools on one server (as two processes).
  */
 describe.each(storeKinds)("count meters' batched admissions (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let store: DrizzleMeterStore;
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    store = new DrizzleMeterStore(db.db);
-  }, 60_000);
-  afterAll(async () => {
-    await db.drop();
-  }, 60_000);
+  const w = meterStoreWorld(kind);
 
   const stored = async (keyId: number, subject: string) =>
     Number(
       rowsOf<{ count: number | string }>(
-        await db.db.execute(sql`select count from meter_counts where meter_id = ${keyId} and subject = ${subject}`),
+        await w.db.db.execute(sql`select count from meter_counts where meter_id = ${keyId} and subject = ${subject}`),
       )[0]?.count ?? -1,
     );
 
   it("admits exactly the allowance of many calls at once, in fewer statements than calls", async () => {
-    const keyId = await store.keyId(meter("api"));
-    const before = store.counts.statements;
+    const keyId = await w.store.keyId(meter("api"));
+    const before = w.store.counts.statements;
     const answers = await Promise.all(
-      Array.from({ length: 40 }, () => store.admitCount({ ...meter("api"), keyId }, "r1", 10)),
+      Array.from({ length: 40 }, () => w.store.admitCount({ ...meter("api"), keyId }, "r1", 10)),
     );
     expect(added(answers).length).toBe(10);
     expect(added(answers).map((a) => a.before)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     for (const a of answers.filter((x) => x.outcome === "full")) expect(a.before).toBe(10);
     expect(await stored(keyId, "r1")).toBe(10);
     // The first call left alone; the 39 that came while it was out went together.
-    expect(store.counts.statements - before).toBeLessThan(10);
+    expect(w.store.counts.statements - before).toBeLessThan(10);
     // Full stays full.
-    expect((await store.admitCount({ ...meter("api"), keyId }, "r1", 10)).outcome).toBe("full");
+    expect((await w.store.admitCount({ ...meter("api"), keyId }, "r1", 10)).outcome).toBe("full");
   });
 
   it("counts many readers in one batch, each to its own allowance", async () => {
-    const keyId = await store.keyId(meter("many"));
+    const keyId = await w.store.keyId(meter("many"));
     const readers = Array.from({ length: 25 }, (_, i) => `m${i}`);
     const calls = readers.flatMap((r) =>
-      Array.from({ length: 4 }, () => store.admitCount({ ...meter("many"), keyId }, r, 3)),
+      Array.from({ length: 4 }, () => w.store.admitCount({ ...meter("many"), keyId }, r, 3)),
     );
     const answers = await Promise.all(calls);
     expect(added(answers).length).toBe(25 * 3);
@@ -61,59 +53,59 @@ describe.each(storeKinds)("count meters' batched admissions (%s store)", (kind) 
   });
 
   it("never lowers a count written behind past the allowance", async () => {
-    const keyId = await store.keyId(meter("behind"));
-    await db.db.execute(sql`insert into meter_counts (meter_id, subject, count) values (${keyId}, 'b1', 12)`);
-    const answers = await Promise.all([1, 2, 3].map(() => store.admitCount({ ...meter("behind"), keyId }, "b1", 10)));
+    const keyId = await w.store.keyId(meter("behind"));
+    await w.db.db.execute(sql`insert into meter_counts (meter_id, subject, count) values (${keyId}, 'b1', 12)`);
+    const answers = await Promise.all([1, 2, 3].map(() => w.store.admitCount({ ...meter("behind"), keyId }, "b1", 10)));
     expect(added(answers).length).toBe(0);
     expect(await stored(keyId, "b1")).toBe(12);
     // A row below it rises only to the allowance.
-    await db.db.execute(sql`insert into meter_counts (meter_id, subject, count) values (${keyId}, 'b2', 8)`);
-    const more = await Promise.all([1, 2, 3, 4].map(() => store.admitCount({ ...meter("behind"), keyId }, "b2", 10)));
+    await w.db.db.execute(sql`insert into meter_counts (meter_id, subject, count) values (${keyId}, 'b2', 8)`);
+    const more = await Promise.all([1, 2, 3, 4].map(() => w.store.admitCount({ ...meter("behind"), keyId }, "b2", 10)));
     expect(added(more).map((a) => a.before)).toEqual([8, 9]);
     expect(await stored(keyId, "b2")).toBe(10);
   });
 
   it("takes one reader's calls under two allowances (a document changed meanwhile) in turn, not in one statement", async () => {
-    const keyId = await store.keyId(meter("changed"));
+    const keyId = await w.store.keyId(meter("changed"));
     const name = { ...meter("changed"), keyId };
     const answers = await Promise.all([
-      store.admitCount(name, "c1", 2),
-      store.admitCount(name, "c1", 2),
-      store.admitCount(name, "c1", 5),
-      store.admitCount(name, "c1", 5),
-      store.admitCount(name, "c1", 5),
-      store.admitCount(name, "c1", 2),
+      w.store.admitCount(name, "c1", 2),
+      w.store.admitCount(name, "c1", 2),
+      w.store.admitCount(name, "c1", 5),
+      w.store.admitCount(name, "c1", 5),
+      w.store.admitCount(name, "c1", 5),
+      w.store.admitCount(name, "c1", 2),
     ]);
     expect(answers.map((a) => a.outcome)).toEqual(["added", "added", "added", "added", "added", "full"]);
     expect(await stored(keyId, "c1")).toBe(5);
   });
 
   it("refuses at once with an allowance of nothing", async () => {
-    const keyId = await store.keyId(meter("none"));
-    expect(await store.admitCount({ ...meter("none"), keyId }, "n1", 0)).toEqual({ outcome: "full", before: 0, keyId });
+    const keyId = await w.store.keyId(meter("none"));
+    expect(await w.store.admitCount({ ...meter("none"), keyId }, "n1", 0)).toEqual({
+      outcome: "full",
+      before: 0,
+      keyId,
+    });
     expect(await stored(keyId, "n1")).toBe(-1);
   });
 
   it.skipIf(kind !== "server")(
     "admits exactly the allowance across two connection pools racing over the same readers",
     async () => {
-      const other: Database = await openDatabase({ url: db.url as string });
-      try {
-        const second = new DrizzleMeterStore(other.db);
-        const keyId = await store.keyId(meter("race"));
+      await withSecondPool(w.db.url as string, async (second) => {
+        const keyId = await w.store.keyId(meter("race"));
         const name = { ...meter("race"), keyId };
         const readers = ["x1", "x2", "x3", "x4", "x5"];
         // Interleaved so both pools' batches hold rows of every reader, first ones inserted by either.
         const calls: Promise<SeenAdmission>[] = [];
         for (let i = 0; i < 30; i++) {
-          for (const r of readers) calls.push((i % 2 === 0 ? store : second).admitCount(name, r, 7));
+          for (const r of readers) calls.push((i % 2 === 0 ? w.store : second).admitCount(name, r, 7));
         }
         const answers = await Promise.all(calls);
         expect(added(answers).length).toBe(5 * 7);
         for (const r of readers) expect(await stored(keyId, r)).toBe(7);
-      } finally {
-        await other.close();
-      }
+      });
     },
   );
 });

@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
-import { type Database, openDatabase, rowsOf } from "../../db/client";
-import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
+import { rowsOf } from "../../db/client";
+import type { MeterName, SeenAdmission } from "../../src/counters/meter-store";
 import { SEEN_BATCH_CALLS, SeenAdmissions } from "../../src/counters/seen-admissions";
 import { StoreUnavailable } from "../../src/infra/deadline";
-import { freshDatabase, storeKinds } from "../helpers/databases";
+import { storeKinds } from "../helpers/databases";
 import { until } from "../helpers/wait";
+import { meterStoreWorld, withSecondPool } from "./meter-store-world";
 
 const meter = (name: string): MeterName => ({ tenant: "default", site: "news", meter: name, period: "2026-11-28" });
 
@@ -18,53 +19,44 @@ const outcomes = (answers: readonly SeenAdmission[]) => answers.map((a) => a.out
  * still admitting one call at a time (a rolling upgrade).
  */
 describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let store: DrizzleMeterStore;
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    store = new DrizzleMeterStore(db.db);
-  }, 60_000);
-  afterAll(async () => {
-    await db.drop();
-  }, 60_000);
+  const w = meterStoreWorld(kind);
 
   const members = async (keyId: number, subject: string) =>
     rowsOf<{ item: string }>(
-      await db.db.execute(
+      await w.db.db.execute(
         sql`select item from meter_seen where meter_id = ${keyId} and subject = ${subject} order by item`,
       ),
     ).map((r) => r.item);
 
   it("admits the first items up to the allowance in arrival order, in one statement", async () => {
-    const keyId = await store.keyId(meter("articles"));
+    const keyId = await w.store.keyId(meter("articles"));
     const name = { ...meter("articles"), keyId };
-    const before = store.seen.statements;
+    const before = w.store.seen.statements;
     const items = Array.from({ length: 20 }, (_, i) => `a${String(i).padStart(2, "0")}`);
-    const answers = await Promise.all(items.map((item) => store.admitSeen(name, "r1", item, 5)));
+    const answers = await Promise.all(items.map((item) => w.store.admitSeen(name, "r1", item, 5)));
     expect(outcomes(answers)).toEqual([...Array(5).fill("added"), ...Array(15).fill("full")]);
     expect(answers.slice(0, 5).map((a) => a.before)).toEqual([0, 1, 2, 3, 4]);
     for (const a of answers.slice(5)) expect(a.before).toBe(5);
     expect(answers.every((a) => a.keyId === keyId)).toBe(true);
     expect(await members(keyId, "r1")).toEqual(items.slice(0, 5));
     // Made in one turn, the 20 calls went out together in one statement.
-    expect(store.seen.statements - before).toBe(1);
+    expect(w.store.seen.statements - before).toBe(1);
     // A member stays a member; a new item past the allowance stays out.
     expect(
-      outcomes(await Promise.all([store.admitSeen(name, "r1", "a03", 5), store.admitSeen(name, "r1", "zz", 5)])),
+      outcomes(await Promise.all([w.store.admitSeen(name, "r1", "a03", 5), w.store.admitSeen(name, "r1", "zz", 5)])),
     ).toEqual(["member", "full"]);
   });
 
   it("answers an item twice in one batch as added, then a member", async () => {
-    const keyId = await store.keyId(meter("twice"));
+    const keyId = await w.store.keyId(meter("twice"));
     const name = { ...meter("twice"), keyId };
     const answers = await Promise.all([
-      store.admitSeen(name, "t1", "x", 3),
-      store.admitSeen(name, "t1", "y", 3),
-      store.admitSeen(name, "t1", "y", 3),
-      store.admitSeen(name, "t1", "z", 3),
-      store.admitSeen(name, "t1", "x", 3),
-      store.admitSeen(name, "t1", "w", 3),
+      w.store.admitSeen(name, "t1", "x", 3),
+      w.store.admitSeen(name, "t1", "y", 3),
+      w.store.admitSeen(name, "t1", "y", 3),
+      w.store.admitSeen(name, "t1", "z", 3),
+      w.store.admitSeen(name, "t1", "x", 3),
+      w.store.admitSeen(name, "t1", "w", 3),
     ]);
     expect(answers.map((a) => [a.outcome, a.before])).toEqual([
       ["added", 0],
@@ -78,19 +70,19 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
   });
 
   it("takes one reader's calls under two allowances (a document changed meanwhile) in their order, as one at a time", async () => {
-    const keyId = await store.keyId(meter("changed"));
+    const keyId = await w.store.keyId(meter("changed"));
     const name = { ...meter("changed"), keyId };
-    const before = store.seen.statements;
+    const before = w.store.seen.statements;
     const answers = await Promise.all([
-      store.admitSeen(name, "c1", "a", 2),
-      store.admitSeen(name, "c1", "b", 2),
-      store.admitSeen(name, "c1", "c", 5),
-      store.admitSeen(name, "c1", "d", 5),
-      store.admitSeen(name, "c1", "e", 2),
+      w.store.admitSeen(name, "c1", "a", 2),
+      w.store.admitSeen(name, "c1", "b", 2),
+      w.store.admitSeen(name, "c1", "c", 5),
+      w.store.admitSeen(name, "c1", "d", 5),
+      w.store.admitSeen(name, "c1", "e", 2),
       // Refused under the smaller allowance, then let in under the larger.
-      store.admitSeen(name, "c2", "p", 1),
-      store.admitSeen(name, "c2", "q", 1),
-      store.admitSeen(name, "c2", "r", 2),
+      w.store.admitSeen(name, "c2", "p", 1),
+      w.store.admitSeen(name, "c2", "q", 1),
+      w.store.admitSeen(name, "c2", "r", 2),
     ]);
     expect(answers.map((a) => [a.outcome, a.before])).toEqual([
       ["added", 0],
@@ -104,19 +96,19 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
     ]);
     expect(await members(keyId, "c1")).toEqual(["a", "b", "c", "d"]);
     expect(await members(keyId, "c2")).toEqual(["p", "r"]);
-    expect(store.seen.statements - before).toBe(1);
+    expect(w.store.seen.statements - before).toBe(1);
   });
 
   it("admits many readers of two meters, more calls than one statement holds, each to its own allowance", async () => {
-    const a = { ...meter("many-a"), keyId: await store.keyId(meter("many-a")) };
-    const b = { ...meter("many-b"), keyId: await store.keyId(meter("many-b")) };
+    const a = { ...meter("many-a"), keyId: await w.store.keyId(meter("many-a")) };
+    const b = { ...meter("many-b"), keyId: await w.store.keyId(meter("many-b")) };
     const readers = Array.from({ length: 40 }, (_, i) => `m${i}`);
-    const before = store.seen.statements;
+    const before = w.store.seen.statements;
     const calls: Promise<SeenAdmission>[] = [];
     for (let i = 0; i < 4; i++) {
       for (const r of readers) {
-        calls.push(store.admitSeen(a, r, `item${i}`, 3));
-        calls.push(store.admitSeen(b, r, `item${i}`, 1));
+        calls.push(w.store.admitSeen(a, r, `item${i}`, 3));
+        calls.push(w.store.admitSeen(b, r, `item${i}`, 1));
       }
     }
     expect(calls.length).toBeGreaterThan(SEEN_BATCH_CALLS * 2);
@@ -126,14 +118,14 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
       expect(await members(a.keyId, r)).toEqual(["item0", "item1", "item2"]);
       expect(await members(b.keyId, r)).toEqual(["item0"]);
     }
-    expect(store.seen.statements - before).toBeGreaterThanOrEqual(Math.ceil(calls.length / SEEN_BATCH_CALLS));
-    expect(store.seen.statements - before).toBeLessThan(calls.length / 10);
+    expect(w.store.seen.statements - before).toBeGreaterThanOrEqual(Math.ceil(calls.length / SEEN_BATCH_CALLS));
+    expect(w.store.seen.statements - before).toBeLessThan(calls.length / 10);
   });
 
   it("refuses every item with an allowance of nothing, and stores none", async () => {
-    const keyId = await store.keyId(meter("none"));
+    const keyId = await w.store.keyId(meter("none"));
     const answers = await Promise.all(
-      [1, 2].map((i) => store.admitSeen({ ...meter("none"), keyId }, "n1", `i${i}`, 0)),
+      [1, 2].map((i) => w.store.admitSeen({ ...meter("none"), keyId }, "n1", `i${i}`, 0)),
     );
     expect(answers).toEqual([
       { outcome: "full", before: 0, keyId },
@@ -143,20 +135,18 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
   });
 
   it("stores a hostile subject and item as they are (parameters, not text in the statement)", async () => {
-    const keyId = await store.keyId(meter("hostile"));
+    const keyId = await w.store.keyId(meter("hostile"));
     const subject = "r'); drop table meter_seen; --\u00e9";
     const item = '{"a","b"}\\';
-    expect((await store.admitSeen({ ...meter("hostile"), keyId }, subject, item, 2)).outcome).toBe("added");
+    expect((await w.store.admitSeen({ ...meter("hostile"), keyId }, subject, item, 2)).outcome).toBe("added");
     expect(await members(keyId, subject)).toEqual([item]);
   });
 
   it.skipIf(kind !== "server")(
     "admits exactly the allowance across two pools racing over the same readers, one of them one call at a time",
     async () => {
-      const other: Database = await openDatabase({ url: db.url as string });
-      try {
-        const second = new DrizzleMeterStore(other.db);
-        const keyId = await store.keyId(meter("race"));
+      await withSecondPool(w.db.url as string, async (second, other) => {
+        const keyId = await w.store.keyId(meter("race"));
         const name = { ...meter("race"), keyId };
         const readers = ["x1", "x2", "x3", "x4", "x5"];
         // An older process's call: svc_admit_seen (migration 0020), the same reader's lock.
@@ -174,7 +164,7 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
             const item = `i${i}`;
             calls.push(
               i % 3 === 0
-                ? store.admitSeen(name, r, item, 7)
+                ? w.store.admitSeen(name, r, item, 7)
                 : i % 3 === 1
                   ? second.admitSeen(name, r, item, 7)
                   : single(r, item),
@@ -184,9 +174,7 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
         const answers = await Promise.all(calls);
         expect(answers.filter((x) => x.outcome === "added").length).toBe(5 * 7);
         for (const r of readers) expect((await members(keyId, r)).length).toBe(7);
-      } finally {
-        await other.close();
-      }
+      });
     },
   );
 });

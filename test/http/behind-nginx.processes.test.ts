@@ -3,11 +3,12 @@ import { BROWSER_LIMIT, DECIDE_WINDOW_MS } from "../../src/deps";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
-import { consoleVisit, cookiesOf, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
+import { consoleVisit, NGINX_SOURCE, type Nginx, startNginx } from "../helpers/nginx";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { startSmtpServer } from "../helpers/smtp";
 import { until } from "../helpers/wait";
+import { HOST, ORIGIN, READER_A, READER_B, READER_C, readersThrough } from "./behind-nginx.fixture";
 
 /**
  * The publisher's way (issue 35, item 5), with real processes: Debian's nginx terminates TLS for
@@ -16,12 +17,6 @@ import { until } from "../helpers/wait";
  * service trusts exactly nginx's address. Readers connect from their own loopback addresses.
  * Mail goes to a real SMTP server. The clocks are real: a window test starts at a window's start.
  */
-const HOST = "news.example";
-const ORIGIN = `https://${HOST}`;
-const READER_A = "127.0.0.2";
-const READER_B = "127.0.0.3";
-const READER_C = "127.0.0.4";
-
 describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server processes on one Postgres", () => {
   let database: { url: string; drop(): Promise<void> };
   let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
@@ -68,16 +63,8 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
     await database?.drop();
   }, 60_000);
 
-  const send = (from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-    throughNginx(nginx, HOST, from, method, path, headers, body);
-  const decide = (from: string, headers: Record<string, string> = {}) =>
-    send(
-      from,
-      "POST",
-      "/svc/v1/decide",
-      { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json", ...headers },
-      JSON.stringify({ features: [] }),
-    );
+  const readers = readersThrough(() => nginx);
+  const { send, decide } = readers;
   /** Waits for the next window's start (real clocks), so a burst stays in one window. */
   const nextWindow = async () => {
     const into = Date.now() % DECIDE_WINDOW_MS;
@@ -139,38 +126,9 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
   }, 60_000);
 
   it("mails a reader's sign-in link on the publisher's https origin, and its cookies work there on either process", async () => {
-    const json = { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json" };
-    const asked = await send(
-      READER_A,
-      "POST",
-      "/svc/v1/id/sign-in/magic-link",
-      json,
-      JSON.stringify({ email: "reader@example.com" }),
-    );
-    expect(asked.status).toBe(200);
-    const link = (await mailTo("reader@example.com")).match(/https?:\/\/\S+\/id\/magic-link\?\S+/)?.[0] ?? "";
-    expect(link).toStartWith(`${ORIGIN}/svc/v1/id/magic-link?`);
-    const token = new URL(link).searchParams.get("token") as string;
-    const consumed = await send(READER_A, "POST", "/svc/v1/id/magic-link/consume", json, JSON.stringify({ token }));
-    expect(consumed.status).toBe(200);
-    const cookies = cookiesOf(consumed);
-    for (const name of ["svc.session_token", "svc.access"]) {
-      const cookie = cookies.find((c) => c.startsWith(`${name}=`)) ?? "";
-      expect(cookie).toContain("Secure");
-      expect(cookie.toLowerCase()).not.toContain("domain=");
-    }
-    const jar = cookies.map((c) => c.split(";")[0]).join("; ");
+    const jar = await readers.signInByMagicLink(mailTo);
     // nginx takes the processes in turn: two reads land on both.
-    for (let i = 0; i < 2; i++) {
-      const session = await send(READER_A, "GET", "/svc/v1/id/get-session", {
-        origin: ORIGIN,
-        "x-svc-site-id": "news",
-        cookie: jar,
-      });
-      expect(session.status).toBe(200);
-      expect(JSON.parse(session.text).user.email).toBe("reader@example.com");
-      expect(session.headers["access-control-allow-origin"]).toBe(ORIGIN);
-    }
+    for (let i = 0; i < 2; i++) await readers.expectSession(jar);
   }, 60_000);
 
   it("signs in to the console over HTTPS and accepts its forms, whichever process answers", async () => {
@@ -196,28 +154,11 @@ describe.if(Boolean(process.env.DATABASE_URL))("behind nginx, two server process
   }, 60_000);
 
   it("redirects forward to the journey's destination", async () => {
-    for (let i = 0; i < 2; i++) {
-      const res = await send(READER_A, "GET", "/svc/v1/decide/forward?feature=subscribe&site=news&offer=annual");
-      expect(res.status).toBe(302);
-      expect(res.headers.location).toBe("https://shop.example/checkout?offer=annual");
-    }
+    for (let i = 0; i < 2; i++) await readers.expectForward();
   });
 
   it("answers CORS for the site's own origin only", async () => {
-    const preflight = (origin: string) =>
-      send(READER_A, "OPTIONS", "/svc/v1/decide", {
-        origin,
-        "access-control-request-method": "POST",
-        "access-control-request-headers": "content-type, x-svc-site-id",
-      });
-    for (let i = 0; i < 2; i++) {
-      const allowed = await preflight(ORIGIN);
-      expect(allowed.status).toBe(204);
-      expect(allowed.headers["access-control-allow-origin"]).toBe(ORIGIN);
-      expect(allowed.headers["access-control-allow-credentials"]).toBe("true");
-    }
-    const refused = await preflight("https://evil.example");
-    expect(refused.status).toBe(403);
-    expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
+    for (let i = 0; i < 2; i++) await readers.expectPreflightAllowed();
+    await readers.expectPreflightRefused();
   });
 });

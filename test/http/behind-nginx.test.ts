@@ -4,7 +4,8 @@ import { basicDocument, subscribeJourney } from "../fixtures/documents";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
-import { consoleVisit, cookiesOf, NGINX_SOURCE, type Nginx, startNginx, throughNginx } from "../helpers/nginx";
+import { consoleVisit, NGINX_SOURCE, type Nginx, startNginx } from "../helpers/nginx";
+import { HOST, ORIGIN, READER_A, READER_B, READER_C, readersThrough } from "./behind-nginx.fixture";
 
 /**
  * The publisher's way (issue 35, item 5): Debian's nginx terminates TLS for news.example and
@@ -14,12 +15,6 @@ import { consoleVisit, cookiesOf, NGINX_SOURCE, type Nginx, startNginx, throughN
  * outbox and clock) listening on its own port, over the embedded store; on a Postgres server the
  * same is tested with two real server processes (`behind-nginx.processes.test.ts`).
  */
-const HOST = "news.example";
-const ORIGIN = `https://${HOST}`;
-const READER_A = "127.0.0.2";
-const READER_B = "127.0.0.3";
-const READER_C = "127.0.0.4";
-
 describe.each(["embedded" as StoreKind])(
   "behind nginx terminating TLS, two processes (%s store)",
   (kind: StoreKind) => {
@@ -70,16 +65,8 @@ describe.each(["embedded" as StoreKind])(
       for (const cleanup of cleanups) await cleanup();
     }, 60_000);
 
-    const send = (from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-      throughNginx(nginx, HOST, from, method, path, headers, body);
-    const decide = (from: string, headers: Record<string, string> = {}) =>
-      send(
-        from,
-        "POST",
-        "/svc/v1/decide",
-        { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json", ...headers },
-        JSON.stringify({ features: [] }),
-      );
+    const readers = readersThrough(() => nginx);
+    const { send, decide } = readers;
     /** A window of its own for each test, on both processes' clocks. */
     const nextWindow = () => {
       const start = Math.ceil(h.clock.now() / 10_000) * 10_000 + 10_000 + 1_000;
@@ -152,36 +139,8 @@ describe.each(["embedded" as StoreKind])(
     });
 
     it("mails a reader's sign-in link on the publisher's https origin, and its cookies work there", async () => {
-      const json = { origin: ORIGIN, "x-svc-site-id": "news", "content-type": "application/json" };
-      const asked = await send(
-        READER_A,
-        "POST",
-        "/svc/v1/id/sign-in/magic-link",
-        json,
-        JSON.stringify({ email: "reader@example.com" }),
-      );
-      expect(asked.status).toBe(200);
-      const mailed = (await mailTo("reader@example.com")).text;
-      const link = mailed.match(/https?:\/\/\S+\/id\/magic-link\?\S+/)?.[0] ?? "";
-      expect(link).toStartWith(`${ORIGIN}/svc/v1/id/magic-link?`);
-      const token = new URL(link).searchParams.get("token") as string;
-      const consumed = await send(READER_A, "POST", "/svc/v1/id/magic-link/consume", json, JSON.stringify({ token }));
-      expect(consumed.status).toBe(200);
-      const cookies = cookiesOf(consumed);
-      for (const name of ["svc.session_token", "svc.access"]) {
-        const cookie = cookies.find((c) => c.startsWith(`${name}=`)) ?? "";
-        expect(cookie).toContain("Secure");
-        expect(cookie.toLowerCase()).not.toContain("domain=");
-      }
-      const jar = cookies.map((c) => c.split(";")[0]).join("; ");
-      const session = await send(READER_A, "GET", "/svc/v1/id/get-session", {
-        origin: ORIGIN,
-        "x-svc-site-id": "news",
-        cookie: jar,
-      });
-      expect(session.status).toBe(200);
-      expect(JSON.parse(session.text).user.email).toBe("reader@example.com");
-      expect(session.headers["access-control-allow-origin"]).toBe(ORIGIN);
+      const jar = await readers.signInByMagicLink(async (address) => (await mailTo(address)).text);
+      await readers.expectSession(jar);
     });
 
     it("signs in to the console over HTTPS and accepts its forms", async () => {
@@ -204,25 +163,12 @@ describe.each(["embedded" as StoreKind])(
     });
 
     it("redirects forward to the journey's destination", async () => {
-      const res = await send(READER_A, "GET", "/svc/v1/decide/forward?feature=subscribe&site=news&offer=annual");
-      expect(res.status).toBe(302);
-      expect(res.headers.location).toBe("https://shop.example/checkout?offer=annual");
+      await readers.expectForward();
     });
 
     it("answers CORS for the site's own origin only", async () => {
-      const preflight = (origin: string) =>
-        send(READER_A, "OPTIONS", "/svc/v1/decide", {
-          origin,
-          "access-control-request-method": "POST",
-          "access-control-request-headers": "content-type, x-svc-site-id",
-        });
-      const allowed = await preflight(ORIGIN);
-      expect(allowed.status).toBe(204);
-      expect(allowed.headers["access-control-allow-origin"]).toBe(ORIGIN);
-      expect(allowed.headers["access-control-allow-credentials"]).toBe("true");
-      const refused = await preflight("https://evil.example");
-      expect(refused.status).toBe(403);
-      expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
+      await readers.expectPreflightAllowed();
+      await readers.expectPreflightRefused();
     });
   },
 );

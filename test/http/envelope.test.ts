@@ -1,30 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { Elysia, t } from "elysia";
 import { jsonApi, unmatchedErrors } from "../../src/http/error-envelope";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase } from "../helpers/databases";
-import { type Harness, memoryLogger, seedSite, startHarness } from "../helpers/harness";
+import { memoryLogger } from "../helpers/harness";
+import { siteWorld } from "../helpers/worlds";
 
 describe("error envelope over the app", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
+  const w = siteWorld({ document: basicDocument(), config: { SVC_MAX_BODY_BYTES: "2048" } });
 
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { SVC_MAX_BODY_BYTES: "2048" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
-
-  const headers = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${key}` });
+  const headers = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${w.key}` });
 
   it("answers 400 bad_request for a malformed JSON body", async () => {
-    const res = await h.request("POST", "/v1/decide", { headers: headers(), rawBody: '{"features": [' });
+    const res = await w.h.request("POST", "/v1/decide", { headers: headers(), rawBody: '{"features": [' });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       error: { code: "bad_request", message: "The request body is not valid JSON.", requestId: expect.any(String) },
@@ -32,7 +19,7 @@ describe("error envelope over the app", () => {
   });
 
   it("answers 422 validation_failed with the failing paths in details", async () => {
-    const res = await h.request("POST", "/v1/decide", {
+    const res = await w.h.request("POST", "/v1/decide", {
       headers: headers(),
       body: { features: ["ok", 7], userId: "" },
     });
@@ -47,13 +34,13 @@ describe("error envelope over the app", () => {
   });
 
   it("answers 404 not_found for an unknown route", async () => {
-    const res = await h.request("GET", "/v1/nothing-here");
+    const res = await w.h.request("GET", "/v1/nothing-here");
     expect(res.status).toBe(404);
     expect((await res.json()).error.code).toBe("not_found");
   });
 
   it("answers 413 payload_too_large for a body over the limit, before reading it", async () => {
-    const res = await h.request("POST", "/v1/decide", {
+    const res = await w.h.request("POST", "/v1/decide", {
       headers: headers(),
       body: { features: ["x".repeat(3000)] },
     });
@@ -65,26 +52,13 @@ describe("error envelope over the app", () => {
 });
 
 describe("body limits without a declared length (chunked)", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { SVC_MAX_BODY_BYTES: "2048" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const w = siteWorld({ document: basicDocument(), config: { SVC_MAX_BODY_BYTES: "2048" } });
 
   const streamed = (text: string) =>
-    h.app.handle(
+    w.h.app.handle(
       new Request("http://localhost/v1/decide", {
         method: "POST",
-        headers: { "x-svc-site-id": "news", "x-api-key": key, "content-type": "application/json" },
+        headers: { "x-svc-site-id": "news", "x-api-key": w.key, "content-type": "application/json" },
         body: new ReadableStream({
           start(controller) {
             for (let i = 0; i < text.length; i += 500)

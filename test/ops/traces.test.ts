@@ -3,6 +3,7 @@ import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
 import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { siteWorld } from "../helpers/worlds";
 
 /** One span as OTLP/HTTP's JSON encoding carries it (ids in hex). */
 interface OtlpSpan {
@@ -234,30 +235,17 @@ describe.each(storeKinds)("traces over OTLP on the %s store", (kind) => {
 });
 
 describe("with no OTLP endpoint configured", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const w = siteWorld({ document: basicDocument(), config: { HOST: "127.0.0.1" } });
 
   it("builds no tracing at all, and answers carry no trace context", async () => {
-    expect(h.deps.tracing).toBeNull();
-    const server = serveHarness(h);
+    expect(w.h.deps.tracing).toBeNull();
+    const server = serveHarness(w.h);
     try {
       const res = await fetch(`${server.base}/v1/decide`, {
         method: "POST",
         headers: {
           "x-svc-site-id": "news",
-          authorization: `Bearer ${key}`,
+          authorization: `Bearer ${w.key}`,
           "content-type": "application/json",
           traceparent: `00-${hex(16)}-${hex(8)}-01`,
         },

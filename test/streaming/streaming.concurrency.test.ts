@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
-import { startSecondProcess, within } from "../helpers/second-process";
+import { describe, expect, it } from "bun:test";
+import { storeKinds } from "../helpers/databases";
+import { seedSite } from "../helpers/harness";
+import { within } from "../helpers/second-process";
+import { twoProcesses } from "../helpers/worlds";
 import { newUser, outcomeFor, postRows, type Reply, stored, streamingDocument } from "./fixture";
 
 const T0 = Date.parse("2026-11-21T10:00:00Z");
@@ -11,31 +12,17 @@ const T0 = Date.parse("2026-11-21T10:00:00Z");
  * server each harness has its own connections, so their batches race inside Postgres.
  */
 describe.each(storeKinds)("concurrent streaming writers and other processes (%s store)", (kind) => {
-  let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: Harness;
-  let b: Harness;
   let writer: string;
   let reader: string;
-  let closeSecond: () => Promise<void> = async () => {};
-
-  beforeAll(async () => {
-    db = await freshDatabase(kind);
-    a = await startHarness(db);
+  const w = twoProcesses(kind, async (a) => {
     ({ key: writer } = await seedSite(a, "news", streamingDocument(), { permissions: ["streaming:write"] }));
     const issued = await a.admin("POST", "/admin/tenants/default/sites/news/keys", { name: "decide" });
     reader = ((await issued.json()) as { key: string }).key;
-    ({ harness: b, close: closeSecond } = await startSecondProcess(db, a));
-  }, 60_000);
-  afterAll(async () => {
-    await b.stop();
-    await a.stop();
-    await closeSecond();
-    await db.drop();
-  }, 60_000);
+  });
 
   it("keeps each user's newest row whatever order concurrent conflicting batches commit in", async () => {
     const users: string[] = [];
-    for (let i = 0; i < 40; i++) users.push(await newUser(a, `racer${i}@example.com`));
+    for (let i = 0; i < 40; i++) users.push(await newUser(w.a, `racer${i}@example.com`));
     const BATCHES = 12;
     // Batch k writes every user at window T0 + k (users in a different order per batch), each
     // row twice (once with an older window, stale inside the batch), alternating processes.
@@ -48,7 +35,7 @@ describe.each(storeKinds)("concurrent streaming writers and other processes (%s 
           { user_id: u, window_end: T0 + k - 100, score: -1 },
         ]);
     const order = [5, 11, 0, 7, 3, 9, 1, 10, 2, 8, 4, 6];
-    const send = (k: number, i: number) => postRows(i % 2 === 0 ? a : b, writer, "engagement", { rows: batch(k) });
+    const send = (k: number, i: number) => postRows(i % 2 === 0 ? w.a : w.b, writer, "engagement", { rows: batch(k) });
     const round = async () => {
       const replies = await Promise.all(order.map(send));
       for (const res of replies) expect(res.status).toBe(200);
@@ -66,7 +53,7 @@ describe.each(storeKinds)("concurrent streaming writers and other processes (%s 
     const retried = await round();
     expect(retried[order.indexOf(0)]).toEqual({ received: 0, rejected: { stale: users.length * 2 } });
     for (const u of users) {
-      expect(await stored(a, u)).toEqual({
+      expect(await stored(w.a, u)).toEqual({
         windowEnd: T0 + BATCHES - 1,
         values: { score: BATCHES - 1, visits: BATCHES - 1, segment: `batch-${BATCHES - 1}` },
       });
@@ -74,19 +61,19 @@ describe.each(storeKinds)("concurrent streaming writers and other processes (%s 
   }, 60_000);
 
   it("lets another process's decide read a write within a second of its answer", async () => {
-    const u = await newUser(a, "watched@example.com");
+    const u = await newUser(w.a, "watched@example.com");
     // B holds the user's (empty) values in memory first.
-    expect(await outcomeFor(b, reader, "retain", u)).toBe("none");
-    expect(await outcomeFor(b, reader, "loyal", u)).toBe("unknown");
+    expect(await outcomeFor(w.b, reader, "retain", u)).toBe("none");
+    expect(await outcomeFor(w.b, reader, "loyal", u)).toBe("unknown");
     expect(
-      (await postRows(a, writer, "engagement", { rows: [{ user_id: u, window_end: T0, churn_risk: true }] })).status,
+      (await postRows(w.a, writer, "engagement", { rows: [{ user_id: u, window_end: T0, churn_risk: true }] })).status,
     ).toBe(200);
-    await within(1000, async () => (await outcomeFor(b, reader, "retain", u)) === "offer");
+    await within(1000, async () => (await outcomeFor(w.b, reader, "retain", u)) === "offer");
     // And the next write replaces what B holds.
-    await postRows(a, writer, "engagement", { rows: [{ user_id: u, window_end: T0 + 1, churn_risk: false }] });
-    await within(1000, async () => (await outcomeFor(b, reader, "retain", u)) === "none");
-    await postRows(b, writer, "loyalty", { rows: [{ user_id: u, window_end: T0, tier: 9 }] });
-    await within(1000, async () => (await outcomeFor(a, reader, "loyal", u)) === "gold");
-    expect(await outcomeFor(b, reader, "loyal", u)).toBe("gold");
+    await postRows(w.a, writer, "engagement", { rows: [{ user_id: u, window_end: T0 + 1, churn_risk: false }] });
+    await within(1000, async () => (await outcomeFor(w.b, reader, "retain", u)) === "none");
+    await postRows(w.b, writer, "loyalty", { rows: [{ user_id: u, window_end: T0, tier: 9 }] });
+    await within(1000, async () => (await outcomeFor(w.a, reader, "loyal", u)) === "gold");
+    expect(await outcomeFor(w.b, reader, "loyal", u)).toBe("gold");
   });
 });
