@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { siteDocuments } from "../../db/schema";
@@ -6,9 +6,10 @@ import { run } from "../../src/cli/run";
 import { fingerprintOf } from "../../src/sites/content-keys";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { OPERATOR_TOKEN, serveHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
+import { siteWorld } from "../helpers/worlds";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
 type Json = Record<string, any>;
@@ -23,23 +24,13 @@ function withSection(section: string) {
 }
 
 describe.each(storeKinds)("document history, publish and rollback (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
+  const w = siteWorld({ document: basicDocument(), kind, config: { HOST: "127.0.0.1" } });
 
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    expect((await h.admin("POST", `${BASE}/deploy`, { document: withSection("news") })).status).toBe(200);
-    expect((await h.admin("POST", `${BASE}/deploy`, { document: withSection("culture"), preview: true })).status).toBe(
-      200,
-    );
-  }, 120_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
+    expect((await w.h.admin("POST", `${BASE}/deploy`, { document: withSection("news") })).status).toBe(200);
+    expect(
+      (await w.h.admin("POST", `${BASE}/deploy`, { document: withSection("culture"), preview: true })).status,
+    ).toBe(200);
   }, 60_000);
 
   const json = async (res: Response, status = 200): Promise<Json> => {
@@ -50,15 +41,15 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
 
   /** The `section` feature's outcome for a news article, as keyed decide answers it now. */
   const sectionOutcome = async (): Promise<string> => {
-    const res = await h.request("POST", "/v1/decide", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+    const res = await w.h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}` },
       body: { features: ["section"], deviceId: "d-1", content: signedContent({ id: "a-1", section: "news" }) },
     });
     return ((await json(res)) as Json).decisions.section.outcome;
   };
 
   it("lists every stored version newest first, with which one is live and which staged", async () => {
-    const out = await json(await h.admin("GET", `${BASE}/documents`));
+    const out = await json(await w.h.admin("GET", `${BASE}/documents`));
     expect(out).toMatchObject({ site: "news", tenant: "default", liveVersion: 2, previewVersion: 3 });
     expect(out.documents.map((d: Json) => [d.version, d.stage, d.live, d.preview])).toEqual([
       [3, "preview", false, true],
@@ -69,18 +60,18 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   });
 
   it("reads one version with its document", async () => {
-    const out = await json(await h.admin("GET", `${BASE}/documents/1`));
+    const out = await json(await w.h.admin("GET", `${BASE}/documents/1`));
     expect(out).toMatchObject({ version: 1, stage: "live", live: false, preview: false });
     // The content key reads as its id and fingerprint: its secret is never answered.
     expect(out.document).toEqual(
       basicDocument({ contentKeys: [{ id: "k1", fingerprint: fingerprintOf("content-secret-one") }] }),
     );
-    const missing = await json(await h.admin("GET", `${BASE}/documents/99`), 404);
+    const missing = await json(await w.h.admin("GET", `${BASE}/documents/99`), 404);
     expect(missing.error).toMatchObject({ code: "not_found", message: "Unknown document version." });
   });
 
   it("diffs a document against the live one, each change at its JSON pointer", async () => {
-    const out = await json(await h.admin("POST", `${BASE}/diff`, { document: withSection("culture") }));
+    const out = await json(await w.h.admin("POST", `${BASE}/diff`, { document: withSection("culture") }));
     expect(out).toEqual({
       live: 2,
       changes: [{ op: "replace", path: "/features/section/rules/0/when/eq", from: "news", to: "culture" }],
@@ -89,7 +80,7 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
     delete doc.catalog.basic.internal;
     doc.meters.articles.allowance = 5;
     doc.catalog.basic["a/b~c"] = 1;
-    const changes = (await json(await h.admin("POST", `${BASE}/diff`, { document: doc }))).changes;
+    const changes = (await json(await w.h.admin("POST", `${BASE}/diff`, { document: doc }))).changes;
     expect(changes).toContainEqual({ op: "replace", path: "/meters/articles/allowance", from: 3, to: 5 });
     expect(changes).toContainEqual({ op: "remove", path: "/catalog/basic/internal", from: "x" });
     expect(changes).toContainEqual({ op: "add", path: "/catalog/basic/a~1b~0c", to: 1 });
@@ -99,19 +90,19 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   it("refuses an invalid document to diff with each error at its JSON pointer (422)", async () => {
     const doc = withSection("news") as Json;
     doc.meters.articles.allowance = "three";
-    const out = await json(await h.admin("POST", `${BASE}/diff`, { document: doc }), 422);
+    const out = await json(await w.h.admin("POST", `${BASE}/diff`, { document: doc }), 422);
     expect(out.error.code).toBe("validation_failed");
     expect(out.error.details.map((d: Json) => d.path)).toContain("/meters/articles/allowance");
   });
 
   it("publishes the staged version, which every process swaps to, and nothing is left staged", async () => {
     expect(await sectionOutcome()).toBe("sport");
-    const out = await json(await h.admin("POST", `${BASE}/documents/3/publish`));
+    const out = await json(await w.h.admin("POST", `${BASE}/documents/3/publish`));
     expect(out.deployment).toEqual({ site: "news", tenant: "default", version: 3, stage: "live", previousVersion: 2 });
     expect(await sectionOutcome()).toBe("other");
-    const listed = await json(await h.admin("GET", `${BASE}/documents`));
+    const listed = await json(await w.h.admin("GET", `${BASE}/documents`));
     expect(listed).toMatchObject({ liveVersion: 3, previewVersion: null });
-    expect(h.deps.registry.site("default", "news")).toMatchObject({
+    expect(w.h.deps.registry.site("default", "news")).toMatchObject({
       liveVersion: 3,
       previewVersion: null,
       preview: null,
@@ -119,10 +110,10 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   });
 
   it("rolls back to an earlier version, and the audit log says from which", async () => {
-    const out = await json(await h.admin("POST", `${BASE}/documents/2/publish`));
+    const out = await json(await w.h.admin("POST", `${BASE}/documents/2/publish`));
     expect(out.deployment).toMatchObject({ version: 2, previousVersion: 3 });
     expect(await sectionOutcome()).toBe("sport");
-    const audit = await json(await h.admin("GET", "/admin/audit?tenant=default&site=news&limit=5"));
+    const audit = await json(await w.h.admin("GET", "/admin/audit?tenant=default&site=news&limit=5"));
     const [latest, before] = audit.entries as Json[];
     expect(latest).toMatchObject({
       action: "POST /tenants/:tenant/sites/:site/documents/:version/publish",
@@ -135,13 +126,13 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   });
 
   it("refuses to publish a stored version that fails today's checks (422), and nothing changes", async () => {
-    await h.deps.database.db
+    await w.h.deps.database.db
       .insert(siteDocuments)
       .values({ tenantId: "default", siteId: "news", version: 4, stage: "live", document: { schemaVersion: 1 } });
-    const out = await json(await h.admin("POST", `${BASE}/documents/4/publish`), 422);
+    const out = await json(await w.h.admin("POST", `${BASE}/documents/4/publish`), 422);
     expect(out.error.code).toBe("validation_failed");
     expect(out.error.details.length).toBeGreaterThan(0);
-    expect((await json(await h.admin("GET", `${BASE}/documents`))).liveVersion).toBe(2);
+    expect((await json(await w.h.admin("GET", `${BASE}/documents`))).liveVersion).toBe(2);
     expect(await sectionOutcome()).toBe("sport");
   });
 
@@ -156,7 +147,7 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
     ["POST", "/documents/2147483648/publish"],
     ["POST", "/documents/%201/publish"],
   ])("answers 422 in the envelope for a version that is not a positive whole number: %s %s", async (method, path) => {
-    const out = await json(await h.admin(method, `${BASE}${path}`), 422);
+    const out = await json(await w.h.admin(method, `${BASE}${path}`), 422);
     expect(out.error.code).toBe("validation_failed");
   });
 
@@ -169,7 +160,7 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
     ["GET", "/admin/tenants/default/sites/ne%00ws/documents", 400],
     ["GET", "/admin/tenants/default/sites/news/documents/%00", 400],
   ])("answers %s %s with %i in the envelope", async (method, path, status) => {
-    const out = await json(await h.admin(method, path), status);
+    const out = await json(await w.h.admin(method, path), status);
     expect(typeof out.error.message).toBe("string");
   });
 
@@ -185,20 +176,22 @@ describe.each(storeKinds)("document history, publish and rollback (%s store)", (
   ] as [string, unknown, number, string?][])(
     "answers a diff with %s %i in the envelope",
     async (_name, body, status, site = "news") => {
-      const out = await json(await h.admin("POST", `/admin/tenants/default/sites/${site}/diff`, body), status);
+      const out = await json(await w.h.admin("POST", `/admin/tenants/default/sites/${site}/diff`, body), status);
       expect(typeof out.error.code).toBe("string");
     },
   );
 
   it("refuses without the operator token (401)", async () => {
-    const res = await h.request("GET", `${BASE}/documents`);
+    const res = await w.h.request("GET", `${BASE}/documents`);
     expect(res.status).toBe(401);
-    const publish = await h.request("POST", `${BASE}/documents/1/publish`, { headers: { authorization: "Bearer x" } });
+    const publish = await w.h.request("POST", `${BASE}/documents/1/publish`, {
+      headers: { authorization: "Bearer x" },
+    });
     expect(publish.status).toBe(401);
   });
 
   it("lists, diffs and publishes from the CLI: npm run svc -- documents | diff | publish", async () => {
-    const server = serveHarness(h);
+    const server = serveHarness(w.h);
     try {
       const env = { SVC_URL: server.base, SVC_OPERATOR_TOKEN: OPERATOR_TOKEN };
       const cli = async (...args: string[]) => {

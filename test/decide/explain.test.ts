@@ -1,35 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { run } from "../../src/cli/run";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { OPERATOR_TOKEN, serveHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
+import { siteWorld } from "../helpers/worlds";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
 type Json = Record<string, any>;
 
 describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-
-  beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
+  const w = siteWorld({ document: basicDocument(), kind, config: { HOST: "127.0.0.1" } });
 
   const decide = async (body: Json): Promise<Json> => {
-    const res = await h.request("POST", "/v1/decide", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+    const res = await w.h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}` },
       body,
     });
     expect(res.status).toBe(200);
@@ -100,9 +88,9 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
   });
 
   it("reads a user's grants as stored facts", async () => {
-    const created = await h.admin("POST", "/admin/tenants/default/users", { email: "explain@news.example" });
+    const created = await w.h.admin("POST", "/admin/tenants/default/users", { email: "explain@news.example" });
     const userId = ((await created.json()) as Json).user.id;
-    await h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
+    await w.h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: "premium" });
     const answer = await decide({ features: ["paywall"], userId, explain: true });
     expect(answer.explain.paywall.matched).toEqual({ rule: 0, condition: { fact: "grants.premium", exists: true } });
     expect(answer.explain.paywall.rules[0].facts).toEqual([
@@ -111,7 +99,7 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
   });
 
   it("is refused on the browser mount (400)", async () => {
-    const res = await h.request("POST", "/svc/v1/decide", {
+    const res = await w.h.request("POST", "/svc/v1/decide", {
       headers: { "x-svc-site-id": "news", origin: "https://news.example" },
       body: { features: ["paywall"], explain: true },
     });
@@ -119,7 +107,7 @@ describe.each(storeKinds)("keyed decide with explain: true (%s store)", (kind) =
   });
 
   it("prints an explanation for operators: npm run svc -- explain <site> <body.json>", async () => {
-    const server = serveHarness(h);
+    const server = serveHarness(w.h);
     try {
       const file = join(scratchDir("svc-explain-"), "body.json");
       writeFileSync(file, JSON.stringify({ features: ["paywall"], deviceId: "dev-cli" }));
