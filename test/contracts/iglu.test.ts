@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import Ajv from "ajv";
-import { basicDocument } from "../fixtures/documents";
+import { basicDocument, headlineDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
@@ -14,20 +14,7 @@ describe.each(storeKinds)("Iglu schema resolution under /v1/iglu (%s store)", (k
     const db = await freshDatabase(kind);
     drop = db.drop;
     h = await startHarness(db, { config: { SVC_IGLU_VENDOR: "com.news.example" } });
-    const document = basicDocument();
-    ({ key } = await seedSite(h, "news", {
-      ...document,
-      features: {
-        ...document.features,
-        headline: {
-          purpose: "decision",
-          outcomes: { plain: {}, bold: { type: "data", fields: { weight: 700 } } },
-          rules: [{ split: { experiment: "wall", outcomes: { a: "plain", b: "bold" } } }],
-          default: "plain",
-          onError: "plain",
-        },
-      },
-    }));
+    ({ key } = await seedSite(h, "news", headlineDocument()));
     ({ key: otherKey } = await seedSite(h, "other", basicDocument()));
   }, 60_000);
   afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import type { Browser } from "playwright-core";
-import { basicDocument } from "../fixtures/documents";
+import { headlineDocument } from "../fixtures/documents";
 import { launchChromium } from "../helpers/browser";
 import { signedContent } from "../helpers/content";
 import { freshDatabase } from "../helpers/databases";
@@ -41,20 +41,7 @@ describe("OFREP with the stock OpenFeature web SDK in Chromium", () => {
     const db = await freshDatabase("embedded");
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    const document = basicDocument();
-    const { key } = await seedSite(h, "news", {
-      ...document,
-      features: {
-        ...document.features,
-        headline: {
-          purpose: "decision",
-          outcomes: { plain: {}, bold: { type: "data", fields: { weight: 700 } } },
-          rules: [{ split: { experiment: "wall", outcomes: { a: "plain", b: "bold" } } }],
-          default: "plain",
-          onError: "plain",
-        },
-      },
-    });
+    const { key } = await seedSite(h, "news", headlineDocument());
     const script = await bundlePage();
     site = Bun.serve({
       port: 0,

@@ -1,30 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { OFREPProvider } from "@openfeature/ofrep-provider";
 import { type Client, OpenFeature } from "@openfeature/server-sdk";
-import { basicDocument } from "../fixtures/documents";
+import { headlineDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read as plain JSON.
 type Json = Record<string, any>;
-
-function ofrepDocument() {
-  const document = basicDocument();
-  return {
-    ...document,
-    features: {
-      ...document.features,
-      headline: {
-        purpose: "decision",
-        outcomes: { plain: {}, bold: { type: "data", fields: { weight: 700 } } },
-        rules: [{ split: { experiment: "wall", outcomes: { a: "plain", b: "bold" } } }],
-        default: "plain",
-        onError: "plain",
-      },
-    },
-  };
-}
 
 describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature SDK (%s store)", (kind) => {
   let h: Harness;
@@ -38,7 +21,7 @@ describe.each(storeKinds)("OFREP beside keyed decide, driven by the OpenFeature 
     const db = await freshDatabase(kind);
     drop = db.drop;
     h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", ofrepDocument()));
+    ({ key } = await seedSite(h, "news", headlineDocument()));
     server = serveHarness(h);
     base = server.base;
     const domain = `svc-${kind}`;
