@@ -1,38 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { seedSite } from "../helpers/harness";
 import { mailbox, signIn } from "../helpers/sign-in";
+import { siteWorld } from "../helpers/worlds";
 
 const MOUNTS = ["/v1", "/svc/v1"] as const;
 
 describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
   const box = mailbox();
+  const w = siteWorld({ document: basicDocument(), kind, mailTransport: box.transport });
 
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { mailTransport: box.transport });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    await seedSite(h, "upstream-only", basicDocument({ identity: { mode: "external_only" } }));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
+    await seedSite(w.h, "upstream-only", basicDocument({ identity: { mode: "external_only" } }));
   }, 60_000);
 
   const grant = (userId: string, name: string, expiresAt?: string) =>
-    h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: name, expiresAt });
+    w.h.admin("POST", `/admin/tenants/default/users/${userId}/grants`, { grant: name, expiresAt });
   const grants = (mount: string, headers: Record<string, string>, site = "news") =>
-    h.request("GET", `${mount}/grants`, { headers: { "x-svc-site-id": site, ...headers } });
+    w.h.request("GET", `${mount}/grants`, { headers: { "x-svc-site-id": site, ...headers } });
 
   describe.each(MOUNTS)("on %s", (mount) => {
     it("lists the signed-in user's own grants by name, with their expiry or null", async () => {
-      const reader = await signIn(h, box, `holder${mount.length}@example.com`);
-      const other = await signIn(h, box, `other${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `holder${mount.length}@example.com`);
+      const other = await signIn(w.h, box, `other${mount.length}@example.com`);
       expect((await grant(reader.userId, "premium")).status).toBe(200);
       expect((await grant(reader.userId, "archive", "2027-01-01T00:00:00Z")).status).toBe(200);
       expect((await grant(other.userId, "sport")).status).toBe(200);
@@ -55,7 +46,7 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
     });
 
     it("refuses a grant expiry far from the service's clock with 422, granting nothing", async () => {
-      const reader = await signIn(h, box, `expiry${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `expiry${mount.length}@example.com`);
       for (const expiresAt of ["9999-12-31T23:59:59Z", "1970-01-01T00:00:00Z"]) {
         const res = await grant(reader.userId, "forever", expiresAt);
         expect(res.status).toBe(422);
@@ -67,36 +58,36 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
     });
 
     it("answers an empty list for a user holding nothing", async () => {
-      const reader = await signIn(h, box, `empty${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `empty${mount.length}@example.com`);
       const res = await grants(mount, { cookie: reader.cookie });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ grants: [] });
     });
 
     it("leaves a grant out from the moment it expires, and a revoked one at once", async () => {
-      const reader = await signIn(h, box, `expiring${mount.length}@example.com`);
-      const inAnHour = new Date(h.clock.now() + 3_600_000).toISOString();
+      const reader = await signIn(w.h, box, `expiring${mount.length}@example.com`);
+      const inAnHour = new Date(w.h.clock.now() + 3_600_000).toISOString();
       await grant(reader.userId, "trial", inAnHour);
       await grant(reader.userId, "premium");
       expect((await (await grants(mount, { cookie: reader.cookie })).json()).grants).toEqual([
         { grant: "premium", expiresAt: null },
         { grant: "trial", expiresAt: inAnHour },
       ]);
-      h.clock.advance(3_600_000 - 1);
+      w.h.clock.advance(3_600_000 - 1);
       expect((await (await grants(mount, { cookie: reader.cookie })).json()).grants).toHaveLength(2);
-      h.clock.advance(1);
+      w.h.clock.advance(1);
       expect((await (await grants(mount, { cookie: reader.cookie })).json()).grants).toEqual([
         { grant: "premium", expiresAt: null },
       ]);
       // Unlike decisions, which read the 15-minute access cookie, this route reads the store.
-      expect((await h.admin("DELETE", `/admin/tenants/default/users/${reader.userId}/grants/premium`)).status).toBe(
+      expect((await w.h.admin("DELETE", `/admin/tenants/default/users/${reader.userId}/grants/premium`)).status).toBe(
         200,
       );
       expect((await (await grants(mount, { cookie: reader.cookie })).json()).grants).toEqual([]);
     });
 
     it("answers 401 without a session, for an unknown or signed-out one, and for an access cookie alone", async () => {
-      const reader = await signIn(h, box, `signedout${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `signedout${mount.length}@example.com`);
       const access = reader.cookie.split("; ").find((c) => c.startsWith("svc.access=")) as string;
       for (const headers of [
         {},
@@ -110,17 +101,19 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
           error: { code: "unauthorized", message: "A signed-in session is required." },
         });
       }
-      await h.request("POST", `${mount}/id/sign-out`, { headers: { "x-svc-site-id": "news", cookie: reader.cookie } });
+      await w.h.request("POST", `${mount}/id/sign-out`, {
+        headers: { "x-svc-site-id": "news", cookie: reader.cookie },
+      });
       expect((await grants(mount, { cookie: reader.cookie })).status).toBe(401);
     });
 
     it("refuses an API key with 401, never reading it as a session, even alongside a session cookie", async () => {
-      const reader = await signIn(h, box, `keyed${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `keyed${mount.length}@example.com`);
       await grant(reader.userId, "premium");
       for (const headers of [
-        { "x-api-key": key },
-        { authorization: `Bearer ${key}` },
-        { "x-api-key": key, cookie: reader.cookie },
+        { "x-api-key": w.key },
+        { authorization: `Bearer ${w.key}` },
+        { "x-api-key": w.key, cookie: reader.cookie },
       ] as Record<string, string>[]) {
         const res = await grants(mount, headers);
         expect(res.status).toBe(401);
@@ -134,8 +127,8 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
     });
 
     it("needs the site header (400) and a served site (404)", async () => {
-      const reader = await signIn(h, box, `sites${mount.length}@example.com`);
-      const none = await h.request("GET", `${mount}/grants`, { headers: { cookie: reader.cookie } });
+      const reader = await signIn(w.h, box, `sites${mount.length}@example.com`);
+      const none = await w.h.request("GET", `${mount}/grants`, { headers: { cookie: reader.cookie } });
       expect(none.status).toBe(400);
       expect((await none.json()).error.code).toBe("bad_request");
       const unknown = await grants(mount, { cookie: reader.cookie }, "no-such-site");
@@ -146,7 +139,7 @@ describe.each(storeKinds)("GET /v1/grants (%s store)", (kind) => {
     it("answers at an external_only site too: 401 without a service session, the grants with one", async () => {
       expect((await grants(mount, {}, "upstream-only")).status).toBe(401);
       // Sessions are tenant-wide: one minted on a sibling site in another mode is read here.
-      const reader = await signIn(h, box, `upstream${mount.length}@example.com`);
+      const reader = await signIn(w.h, box, `upstream${mount.length}@example.com`);
       await grant(reader.userId, "premium");
       const res = await grants(mount, { cookie: reader.cookie }, "upstream-only");
       expect(res.status).toBe(200);

@@ -23,11 +23,12 @@ export function siteWorld(options: {
   site?: string;
   kind?: StoreKind;
   config?: Record<string, string>;
+  mailTransport?: NonNullable<Parameters<typeof startHarness>[1]>["mailTransport"];
 }): SiteWorld {
   const world = {} as { -readonly [K in keyof SiteWorld]: SiteWorld[K] };
   beforeAll(async () => {
     world.db = await freshDatabase(options.kind ?? "embedded");
-    world.h = await startHarness(world.db, { config: options.config });
+    world.h = await startHarness(world.db, { config: options.config, mailTransport: options.mailTransport });
     ({ key: world.key, keyId: world.keyId } = await seedSite(world.h, options.site ?? "news", options.document));
   }, 60_000);
   afterAll(async () => {

@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { connect } from "node:net";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
 import { MAX_JSON_DEPTH } from "../../src/http/json-shape";
 import { basicDocument, subscribeJourney } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
 import { servedSuite } from "../helpers/served-suite";
 import { mailbox, signIn } from "../helpers/sign-in";
+import { siteWorld } from "../helpers/worlds";
 
 const NUL = "a\u0000b";
 const LONE = "a\ud800b";
@@ -40,25 +40,12 @@ function rawExchange(port: number, request: string): Promise<string> {
 }
 
 describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
   const box = mailbox();
+  const w = siteWorld({ document: basicDocument(), kind, mailTransport: box.transport });
 
-  beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { mailTransport: box.transport });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
-  }, 60_000);
-
-  const keyed = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${key}` });
+  const keyed = () => ({ "x-svc-site-id": "news", authorization: `Bearer ${w.key}` });
   const storedCounts = async () =>
-    rowsOf<{ n: number }>(await h.deps.database.db.execute(sql`select count(*)::int as n from meter_counts`))[0]?.n;
+    rowsOf<{ n: number }>(await w.h.deps.database.db.execute(sql`select count(*)::int as n from meter_counts`))[0]?.n;
 
   it.each([
     ["deviceId", NUL],
@@ -68,42 +55,42 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
   ])(
     "refuses keyed decide with %s holding text Postgres cannot store (422), counting nothing",
     async (field, value) => {
-      const before = h.deps.meters.pendingCount;
-      const res = await h.request("POST", "/v1/decide", {
+      const before = w.h.deps.meters.pendingCount;
+      const res = await w.h.request("POST", "/v1/decide", {
         headers: keyed(),
         body: { features: ["teaser"], [field]: value },
       });
       const body = await expectEnvelope(res, 422, "validation_failed");
       expect(JSON.stringify(body)).toContain(`/${field}`);
-      expect(h.deps.meters.pendingCount).toBe(before);
+      expect(w.h.deps.meters.pendingCount).toBe(before);
     },
   );
 
   it("keeps flushing every other site's ticks after such a request was refused", async () => {
-    const bad = await h.request("POST", "/v1/decide", {
+    const bad = await w.h.request("POST", "/v1/decide", {
       headers: keyed(),
       body: { features: ["teaser"], deviceId: NUL },
     });
     expect(bad.status).toBe(422);
     const before = await storedCounts();
-    const ok = await h.request("POST", "/v1/decide", {
+    const ok = await w.h.request("POST", "/v1/decide", {
       headers: keyed(),
       body: { features: ["teaser"], deviceId: "reader-after-the-bad-one" },
     });
     expect(ok.status).toBe(200);
-    await h.deps.flusher.flushAll();
-    expect(h.deps.meters.pendingCount).toBe(0);
+    await w.h.deps.flusher.flushAll();
+    expect(w.h.deps.meters.pendingCount).toBe(0);
     expect(await storedCounts()).toBe((before ?? 0) + 1);
   });
 
   it("refuses the unauthenticated browser decide's NUL subject (422) before anything is counted", async () => {
-    const before = h.deps.meters.pendingCount;
-    const res = await h.request("POST", "/svc/v1/decide", {
+    const before = w.h.deps.meters.pendingCount;
+    const res = await w.h.request("POST", "/svc/v1/decide", {
       headers: { "x-svc-site-id": "news", origin: "https://news.example" },
       body: { features: ["teaser"], deviceId: NUL },
     });
     await expectEnvelope(res, 422, "validation_failed");
-    expect(h.deps.meters.pendingCount).toBe(before);
+    expect(w.h.deps.meters.pendingCount).toBe(before);
   });
 
   it.each([
@@ -112,12 +99,12 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
     ["POST", "/admin/tenants", { id: "t\u0000" }],
     ["POST", "/admin/tenants/default/users", { email: "a@b.example", name: NUL }],
   ])("refuses %s %s with unstorable text in the body (422) and stores nothing", async (method, path, body) => {
-    const res = await h.admin(method, path, body);
+    const res = await w.h.admin(method, path, body);
     await expectEnvelope(res, 422, "validation_failed");
   });
 
   it("refuses unstorable text in a member name, not only in values", async () => {
-    const res = await h.request("POST", "/v1/id/sign-in/magic-link", {
+    const res = await w.h.request("POST", "/v1/id/sign-in/magic-link", {
       headers: { "x-svc-site-id": "news" },
       rawBody: `{"email":"x@example.com","\\u0000":1}`,
     });
@@ -125,14 +112,14 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
   });
 
   it("refuses lone surrogates in userTraits (422) and leaves the user as it was", async () => {
-    const who = await signIn(h, box, "traits@example.com");
-    const res = await h.request("PATCH", "/v1/id/user-details", {
+    const who = await signIn(w.h, box, "traits@example.com");
+    const res = await w.h.request("PATCH", "/v1/id/user-details", {
       headers: { "x-svc-site-id": "news", cookie: who.cookie },
       body: { userTraits: { bad: "\ud83d" } },
     });
     await expectEnvelope(res, 422, "validation_failed");
     const stored = rowsOf<{ traits: unknown }>(
-      await h.deps.database.db.execute(sql`select traits from users where id = ${who.userId}`),
+      await w.h.deps.database.db.execute(sql`select traits from users where id = ${who.userId}`),
     );
     expect(stored[0]?.traits).toEqual({});
   });
@@ -145,15 +132,15 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
     ["POST", "/admin/tenants/default/sites/news/deploy"],
     ["POST", "/svc/v1/decide"],
   ])("answers a 10,000-deep body on %s %s with 400, not a stack overflow", async (method, path) => {
-    const res = await h.request(method, path, {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, origin: "https://news.example" },
+    const res = await w.h.request(method, path, {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}`, origin: "https://news.example" },
       rawBody: deep(10_000),
     });
     await expectEnvelope(res, 400, "bad_request");
   });
 
   it(`accepts nesting up to ${MAX_JSON_DEPTH} levels (the cap refuses only what is deeper)`, async () => {
-    const res = await h.request("POST", "/svc/v1/decide", {
+    const res = await w.h.request("POST", "/svc/v1/decide", {
       headers: { "x-svc-site-id": "news", origin: "https://news.example" },
       rawBody: `{"features":["section"],"context":${deep(MAX_JSON_DEPTH - 2)}}`,
     });
@@ -161,7 +148,7 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
   });
 
   it("refuses a body that is not JSON (form, text) instead of parsing it some other way", async () => {
-    const res = await h.request("POST", "/v1/id/sign-in/magic-link", {
+    const res = await w.h.request("POST", "/v1/id/sign-in/magic-link", {
       headers: { "x-svc-site-id": "news", "content-type": "application/x-www-form-urlencoded" },
       rawBody: "email=a%00b%40example.com",
     });
@@ -174,12 +161,12 @@ describe.each(storeKinds)("hostile input at the edge (%s store)", (kind) => {
     "/v1/decide/forward?feature=x&site=news&from=%ED%A0%80",
     "/v1/id/magic-link?token=abc&site=%ZZ",
   ])("refuses a URL whose decoded text Postgres cannot store, or bad percent-encoding: %s (400)", async (path) => {
-    const res = await h.request("GET", path, {
-      headers: { authorization: `Bearer ${key}`, "x-svc-site-id": "news" },
+    const res = await w.h.request("GET", path, {
+      headers: { authorization: `Bearer ${w.key}`, "x-svc-site-id": "news" },
     });
     if (path.startsWith("/admin")) {
       // The operator route reads its token first; with it the URL is still refused.
-      const withToken = await h.admin("GET", path);
+      const withToken = await w.h.admin("GET", path);
       await expectEnvelope(withToken, 400, "bad_request");
       return;
     }

@@ -1,31 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { seedSite } from "../helpers/harness";
+import { siteWorld } from "../helpers/worlds";
 
 describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
+  const w = siteWorld({ document: basicDocument(), kind });
 
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
     // A site that exists but was never deployed, and one that is disabled.
-    await h.admin("POST", "/admin/tenants/default/sites", { id: "draft" });
-    await seedSite(h, "closed", basicDocument());
-    await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
+    await w.h.admin("POST", "/admin/tenants/default/sites", { id: "draft" });
+    await seedSite(w.h, "closed", basicDocument());
+    await w.h.admin("POST", "/admin/tenants/default/sites/closed/disable");
   }, 60_000);
 
   const decide = (headers: Record<string, string>) =>
-    h.request("POST", "/v1/decide", {
-      headers: { authorization: `Bearer ${key}`, ...headers },
+    w.h.request("POST", "/v1/decide", {
+      headers: { authorization: `Bearer ${w.key}`, ...headers },
       body: { features: [] },
     });
 
@@ -43,7 +34,7 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
   });
 
   it("accepts a site id of exactly 128 characters as a well-formed header", async () => {
-    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "s".repeat(128) } });
+    const res = await w.h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "s".repeat(128) } });
     expect(res.status).toBe(404);
   });
 
@@ -52,22 +43,22 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
     ["not yet deployed", "draft"],
     ["disabled", "closed"],
   ])("answers 404 Unknown site. for a site that is %s", async (_label, site) => {
-    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": site } });
+    const res = await w.h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": site } });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: { code: "not_found", message: "Unknown site." } });
   });
 
   it("serves a site again once it is enabled", async () => {
-    await h.admin("POST", "/admin/tenants/default/sites/closed/enable");
-    const res = await h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "closed" } });
+    await w.h.admin("POST", "/admin/tenants/default/sites/closed/enable");
+    const res = await w.h.request("GET", "/v1/id/config", { headers: { "x-svc-site-id": "closed" } });
     expect(res.status).toBe(200);
-    await h.admin("POST", "/admin/tenants/default/sites/closed/disable");
+    await w.h.admin("POST", "/admin/tenants/default/sites/closed/disable");
   });
 
   it.each(["/v1", "/svc/v1"])(
     "answers the browser-facing config route on %s with CORS * and Vary on the site",
     async (mount) => {
-      const res = await h.request("GET", `${mount}/id/config`, { headers: { "x-svc-site-id": "news" } });
+      const res = await w.h.request("GET", `${mount}/id/config`, { headers: { "x-svc-site-id": "news" } });
       expect(res.status).toBe(200);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       expect(res.headers.get("vary")).toBe("x-svc-site-id");
@@ -81,16 +72,16 @@ describe.each(storeKinds)("site header and mounts (%s store)", (kind) => {
   );
 
   it("serves key-only routes on /v1 alone", async () => {
-    const res = await h.request("POST", "/svc/v1/id/upstream/erase", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+    const res = await w.h.request("POST", "/svc/v1/id/upstream/erase", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}` },
       body: { subject: "s" },
     });
     expect(res.status).toBe(404);
   });
 
   it("refuses an API key as a credential on the browser decide mount", async () => {
-    const res = await h.request("POST", "/svc/v1/decide", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+    const res = await w.h.request("POST", "/svc/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}` },
       body: { features: [] },
     });
     // A credential of the wrong route group is refused, never reinterpreted (the spec): 401.

@@ -1,36 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import type { DecisionsReport } from "../../src/insight/model";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { siteWorld } from "../helpers/worlds";
 
 describe.each(storeKinds)("which decisions are counted (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
+  const w = siteWorld({ document: basicDocument(), kind });
 
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db);
-    ({ key } = await seedSite(h, "news", basicDocument()));
     expect(
-      (await h.admin("POST", "/admin/tenants/default/sites/news/deploy", { document: basicDocument(), preview: true }))
-        .status,
+      (
+        await w.h.admin("POST", "/admin/tenants/default/sites/news/deploy", {
+          document: basicDocument(),
+          preview: true,
+        })
+      ).status,
     ).toBe(200);
-  }, 60_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
   }, 60_000);
 
   const decide = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    h.request("POST", "/v1/decide", {
-      headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, ...headers },
+    w.h.request("POST", "/v1/decide", {
+      headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}`, ...headers },
       body: { features: ["section"], ...body },
     });
   const counted = async (range = "1h") => {
-    const res = await h.admin("GET", `/admin/tenants/default/sites/news/insight/decisions?range=${range}`);
+    const res = await w.h.admin("GET", `/admin/tenants/default/sites/news/insight/decisions?range=${range}`);
     expect(res.status).toBe(200);
     const report = (await res.json()) as DecisionsReport;
     return report.series.find((s) => s.feature === "section" && s.outcome === "other")?.total ?? 0;
@@ -41,7 +35,7 @@ describe.each(storeKinds)("which decisions are counted (%s store)", (kind) => {
     for (let i = 0; i < 3; i++) expect((await decide({})).status).toBe(200);
     expect(await counted()).toBe(before + 3);
     const token = (
-      (await (await h.admin("POST", "/admin/tenants/default/sites/news/preview-tokens", {})).json()) as {
+      (await (await w.h.admin("POST", "/admin/tenants/default/sites/news/preview-tokens", {})).json()) as {
         token: string;
       }
     ).token;
@@ -53,12 +47,12 @@ describe.each(storeKinds)("which decisions are counted (%s store)", (kind) => {
   });
 
   it("refuses an unknown range (422) and an unknown site (404) in the envelope", async () => {
-    const bad = await h.admin("GET", "/admin/tenants/default/sites/news/insight/decisions?range=2y");
+    const bad = await w.h.admin("GET", "/admin/tenants/default/sites/news/insight/decisions?range=2y");
     expect(bad.status).toBe(422);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBeDefined();
-    const missing = await h.admin("GET", "/admin/tenants/default/sites/nope/insight/funnel");
+    const missing = await w.h.admin("GET", "/admin/tenants/default/sites/nope/insight/funnel");
     expect(missing.status).toBe(404);
-    const unauthorized = await h.request("GET", "/admin/tenants/default/sites/news/insight/meters");
+    const unauthorized = await w.h.request("GET", "/admin/tenants/default/sites/news/insight/meters");
     expect(unauthorized.status).toBe(401);
   });
 });
