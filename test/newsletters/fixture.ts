@@ -1,4 +1,4 @@
-import { expect } from "bun:test";
+import { afterAll, beforeAll, expect } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { SESSION_TTL_MS } from "../../src/identity/service";
 import { hashSecret } from "../../src/keys/key-value";
@@ -193,3 +193,19 @@ export async function newsletterWorld(
 }
 
 export type NewsletterWorld = Awaited<ReturnType<typeof newsletterWorld>>;
+
+/**
+ * newsletterWorld(kind) made before the describe block's tests, with `ids`, the news site's lists,
+ * and stopped after them (call it inside `describe`; read its members inside tests only).
+ */
+export function newsletterSuiteWorld(
+  kind: StoreKind,
+): NewsletterWorld & { readonly ids: { daily: string; weekly: string } } {
+  const world = {} as NewsletterWorld & { ids: { daily: string; weekly: string } };
+  beforeAll(async () => {
+    Object.assign(world, await newsletterWorld(kind));
+    world.ids = await world.lists();
+  }, 60_000);
+  afterAll(() => world.stop(), 60_000);
+  return world;
+}

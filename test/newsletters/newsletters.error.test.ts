@@ -1,21 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { noMailTransport } from "../../src/mail/outbox";
 import { storeKinds } from "../helpers/databases";
-import { type NewsletterWorld, newsletterWorld, type Person } from "./fixture";
+import { type NewsletterWorld, newsletterSuiteWorld, newsletterWorld, type Person } from "./fixture";
 
 const HOUR = 3_600_000;
 
 describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind) => {
-  let w: NewsletterWorld;
-  let ids: { daily: string; weekly: string };
+  const w = newsletterSuiteWorld(kind);
   let ann: Person;
 
   beforeAll(async () => {
-    w = await newsletterWorld(kind);
-    ids = await w.lists();
     ann = await w.person("ann@example.com");
   }, 60_000);
-  afterAll(() => w.stop(), 60_000);
 
   /** Nothing stored or mailed: Ann's standings and the mail count are as before. */
   async function unchanged(mailsBefore: number) {
@@ -30,11 +26,11 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
   const UNKNOWN = "0190a5f2-9c3e-7bbb-8123-0123456789ab";
 
   it.each([
-    ["an unknown list id", () => ({ subscribed: [ids.daily, UNKNOWN] }), UNKNOWN],
+    ["an unknown list id", () => ({ subscribed: [w.ids.daily, UNKNOWN] }), UNKNOWN],
     ["a list id that is not a uuid", () => ({ subscribed: ["daily"] }), "/subscribed/0"],
-    ["more than 100 ids", () => ({ subscribed: Array.from({ length: 101 }, () => ids.daily) }), "/subscribed"],
+    ["more than 100 ids", () => ({ subscribed: Array.from({ length: 101 }, () => w.ids.daily) }), "/subscribed"],
     ["no subscribed member", () => ({}), "/subscribed"],
-    ["subscribed that is not an array", () => ({ subscribed: ids.daily }), "/subscribed"],
+    ["subscribed that is not an array", () => ({ subscribed: w.ids.daily }), "/subscribed"],
   ])("answers 422 for %s, naming it, and stores nothing", async (_label, body, named) => {
     const before = w.smtp.received.length;
     const res = await w.call("PUT", "subscriptions", { headers: { cookie: ann.cookie }, body: body() });
@@ -49,7 +45,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     ["an email that is not one", "not-an-address"],
     ["an email over 254 characters", `${"a".repeat(250)}@example.com`],
   ])("answers 422 for %s on the anonymous path, creating no user", async (_label, email) => {
-    const res = await w.call("PUT", "subscriptions", { body: { subscribed: [ids.daily], email } });
+    const res = await w.call("PUT", "subscriptions", { body: { subscribed: [w.ids.daily], email } });
     expect(res.status).toBe(422);
     expect(await w.h.deps.identityDeps.identity.userByEmail("default", email)).toBeUndefined();
   });
@@ -58,12 +54,12 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     const before = w.smtp.received.length;
     const session = { cookie: ann.cookie };
     const cases: [Record<string, string>, Record<string, unknown>, number][] = [
-      [session, { subscribed: [ids.daily], userId: ann.userId }, 400],
-      [session, { subscribed: [ids.daily], email: "other@example.com" }, 400],
-      [{ "x-api-key": w.key }, { subscribed: [ids.daily] }, 400],
-      [{ "x-api-key": w.key }, { subscribed: [ids.daily], userId: ann.userId, email: "ann@example.com" }, 400],
-      [{}, { subscribed: [ids.daily], userId: ann.userId }, 400],
-      [{}, { subscribed: [ids.daily] }, 401],
+      [session, { subscribed: [w.ids.daily], userId: ann.userId }, 400],
+      [session, { subscribed: [w.ids.daily], email: "other@example.com" }, 400],
+      [{ "x-api-key": w.key }, { subscribed: [w.ids.daily] }, 400],
+      [{ "x-api-key": w.key }, { subscribed: [w.ids.daily], userId: ann.userId, email: "ann@example.com" }, 400],
+      [{}, { subscribed: [w.ids.daily], userId: ann.userId }, 400],
+      [{}, { subscribed: [w.ids.daily] }, 401],
     ];
     for (const [headers, body, status] of cases) {
       const res = await w.call("PUT", "subscriptions", { headers, body });
@@ -100,10 +96,13 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     const headers = { cookie: cap.cookie };
     const before = w.smtp.received.length;
     for (let i = 0; i < 5; i++) {
-      expect((await w.call("PUT", "subscriptions", { headers, body: { subscribed: [ids.daily] } })).status).toBe(202);
+      expect((await w.call("PUT", "subscriptions", { headers, body: { subscribed: [w.ids.daily] } })).status).toBe(202);
       w.h.clock.advance(60_000);
     }
-    const refused = await w.call("PUT", "subscriptions", { headers, body: { subscribed: [ids.daily, ids.weekly] } });
+    const refused = await w.call("PUT", "subscriptions", {
+      headers,
+      body: { subscribed: [w.ids.daily, w.ids.weekly] },
+    });
     expect(refused.status).toBe(429);
     // The hour's budget comes back when the clock hour ends: 55 minutes from now.
     expect(refused.headers.get("retry-after")).toBe(String(55 * 60));
@@ -117,7 +116,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     expect(w.smtp.received.length).toBe(before + 5);
     // Once the hour has passed, one more goes out.
     w.h.clock.advance(55 * 60_000);
-    expect((await w.call("PUT", "subscriptions", { headers, body: { subscribed: [ids.daily] } })).status).toBe(202);
+    expect((await w.call("PUT", "subscriptions", { headers, body: { subscribed: [w.ids.daily] } })).status).toBe(202);
   });
 
   it("caps confirmation mail per address at 20 a day across lists, on the anonymous path too", async () => {
@@ -126,7 +125,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     let refused: Response | null = null;
     for (let i = 0; i < 30 && refused === null; i++) {
       const res = await w.call("PUT", "subscriptions", {
-        body: { subscribed: [ids.daily], email: "daily-cap@example.com" },
+        body: { subscribed: [w.ids.daily], email: "daily-cap@example.com" },
       });
       if (res.status === 429) refused = res;
       else sent++;
@@ -141,12 +140,12 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     startOfWindow(HOUR);
     for (let i = 0; i < 40; i++) {
       const res = await w.call("PUT", "subscriptions", {
-        body: { subscribed: [ids.daily], email: `many-${i}@example.com` },
+        body: { subscribed: [w.ids.daily], email: `many-${i}@example.com` },
       });
       expect(res.status).toBe(202);
     }
     const refused = await w.call("PUT", "subscriptions", {
-      body: { subscribed: [ids.daily], email: "many-40@example.com" },
+      body: { subscribed: [w.ids.daily], email: "many-40@example.com" },
     });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBe(3600);
@@ -156,7 +155,7 @@ describe.each(storeKinds)("newsletters, bad input and limits (%s store)", (kind)
     const reader = await w.person("many-reader@example.com");
     const own = await w.call("PUT", "subscriptions", {
       headers: { cookie: reader.cookie },
-      body: { subscribed: [ids.daily] },
+      body: { subscribed: [w.ids.daily] },
     });
     expect(own.status).toBe(202);
   }, 120_000);

@@ -1,21 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { storeKinds } from "../helpers/databases";
-import { type NewsletterWorld, newsletterWorld, ORIGIN } from "./fixture";
+import { newsletterSuiteWorld, ORIGIN } from "./fixture";
 
 const REFUSED = "That credential was not accepted.";
 
 describe.each(storeKinds)("newsletters, credentials (%s store)", (kind) => {
-  let w: NewsletterWorld;
-  let ids: { daily: string; weekly: string };
-
-  beforeAll(async () => {
-    w = await newsletterWorld(kind);
-    ids = await w.lists();
-  }, 60_000);
-  afterAll(() => w.stop(), 60_000);
+  const w = newsletterSuiteWorld(kind);
 
   it("refuses a presented credential that does not hold (401), never reading it as anonymous", async () => {
-    const body = { subscribed: [ids.weekly], email: "x@example.com" };
+    const body = { subscribed: [w.ids.weekly], email: "x@example.com" };
     const dead = await w.call("PUT", "subscriptions", { headers: { cookie: "svc.session_token=dead" }, body });
     expect(dead.status).toBe(401);
     const bearer = await w.call("GET", "subscriptions", { headers: { authorization: "Bearer not-a-session" } });
@@ -91,17 +84,17 @@ describe.each(storeKinds)("newsletters, credentials (%s store)", (kind) => {
 
   it("an unsubscribe link minted for one person cannot be altered to act on another", async () => {
     const bea = await w.person("bea@example.com");
-    await w.call("PUT", "subscriptions", { headers: { cookie: bea.cookie }, body: { subscribed: [ids.weekly] } });
+    await w.call("PUT", "subscriptions", { headers: { cookie: bea.cookie }, body: { subscribed: [w.ids.weekly] } });
     const url = await w.h.deps.newsletters.unsubscribeTokens.url("https://id.news.example/v1", {
       tenantId: "default",
       siteId: "news",
       userId: bea.userId,
-      listId: ids.weekly,
+      listId: w.ids.weekly,
       now: w.h.clock.now(),
     });
     const [head, payload, signature] = new URL(url).searchParams.get("token")!.split(".");
     const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
-    claims.l = ids.daily;
+    claims.l = w.ids.daily;
     const altered = `${head}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${signature}`;
     expect((await w.h.request("POST", `/v1/newsletters/unsubscribe?token=${altered}`)).status).toBe(404);
     expect(await w.statuses(await w.call("GET", "subscriptions", { headers: { cookie: bea.cookie } }))).toEqual({
