@@ -1,7 +1,10 @@
+import { afterAll, beforeAll, beforeEach } from "bun:test";
 import type { ContentItem } from "../../src/content/mapping";
+import type { MailTransport } from "../../src/mail/outbox";
 import { basicDocument } from "../fixtures/documents";
+import { freshDatabase, type StoreKind } from "../helpers/databases";
 import { startFakeRecombee } from "../helpers/fake-recombee";
-import { type Harness, seedSite } from "../helpers/harness";
+import { type Harness, seedSite, startHarness } from "../helpers/harness";
 
 export const DATABASE_ID = "news-db";
 export const ENGINE_TOKEN = "recombee-private-token-0123456789";
@@ -50,6 +53,31 @@ export async function recommendationWorld(h: Harness) {
   engine.state.catalog = ["3", "9", "1", "10", "2", "4", "5", "6", "7", "8"];
   engine.state.knownItems = new Set(["1", "2", "3"]);
   return { engine, key, keyId, wireKey };
+}
+
+/**
+ * A harness (recommendation timeout 300 ms) over a fresh database with recommendationWorld in it,
+ * made before the describe block's tests and stopped after them, the engine answering "ok" at the
+ * start of each test (call it inside `describe`; read its members inside tests only).
+ */
+export function recommendationSuiteWorld(kind: StoreKind, mailTransport?: MailTransport) {
+  const world = {} as { h: Harness; db: Awaited<ReturnType<typeof freshDatabase>> } & Awaited<
+    ReturnType<typeof recommendationWorld>
+  >;
+  beforeAll(async () => {
+    world.db = await freshDatabase(kind);
+    world.h = await startHarness(world.db, { config: { SVC_RECOMMENDATION_TIMEOUT_MS: "300" }, mailTransport });
+    Object.assign(world, await recommendationWorld(world.h));
+  }, 60_000);
+  afterAll(async () => {
+    world.engine.stop();
+    await world.h.stop();
+    await world.db.drop();
+  }, 60_000);
+  beforeEach(() => {
+    world.engine.state.mode = "ok";
+  });
+  return world as Readonly<typeof world>;
 }
 
 export type Reply = {
