@@ -1,17 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { runInsightTraffic } from "../../scripts/insight-traffic";
 import type { DecisionsReport, ExperimentsReport, FunnelReport, MetersReport } from "../../src/insight/model";
-import { connectStripe, SECRET_KEY, WEBHOOK_SECRET } from "../checkout/setup";
 import { launchChromium } from "../helpers/browser";
 import { consoleMailbox } from "../helpers/console";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { type Harness, OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
-
-const demo = JSON.parse(readFileSync(join(import.meta.dir, "..", "..", "docs", "examples", "demo-site.json"), "utf8"));
+import type { FakeStripe } from "../helpers/fake-stripe";
+import { type Harness, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { demo, demoTraffic, startDemoStripe } from "./demo-traffic";
 
 /** What the page's script drew for one table (`figure[data-plotted]`, client/insight.ts). */
 interface Plotted {
@@ -53,29 +48,9 @@ describe.each(storeKinds)("insight pages in Chromium (%s store)", (kind) => {
     for (let i = 0; i < 6; i++) {
       await h.admin("POST", "/admin/tenants/default/console-users", { email: `vic${i}@example.com`, role: "viewer" });
     }
-    stripe = await startFakeStripe({
-      secretKey: SECRET_KEY,
-      webhookSecret: WEBHOOK_SECRET,
-      prices: ["price_demo_monthly", "price_demo_annual", "price_demo_pass"],
-    });
-    await connectStripe(h, stripe);
+    stripe = await startDemoStripe(h);
     const api = serveHarness(h);
-    const result = await runInsightTraffic({
-      base: api.base,
-      operatorToken: OPERATOR_TOKEN,
-      key,
-      tenant: "default",
-      site: "demo",
-      origin: demo.allowedOrigins[0],
-      contentSecret: demo.contentKeys[0].secret,
-      readers: 12,
-      articles: 7,
-      buyPercent: { annual: 60, monthly: 30 },
-      abandonPercent: 50,
-      stripe,
-      runId: "b",
-      now: h.clock.now,
-    });
+    const result = await demoTraffic(h, { base: api.base, key, stripe, readers: 12, runId: "b" });
     expect(result.mismatches).toEqual([]);
     const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (request) => h.app.handle(request) });
     origin = `http://localhost:${server.port}`;

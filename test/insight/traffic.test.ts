@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { runInsightTraffic, type TrafficResult } from "../../scripts/insight-traffic";
-import { connectStripe, SECRET_KEY, WEBHOOK_SECRET } from "../checkout/setup";
+import type { TrafficResult } from "../../scripts/insight-traffic";
 import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type FakeStripe, startFakeStripe } from "../helpers/fake-stripe";
-import { OPERATOR_TOKEN, seedSite, serveHarness, startHarness } from "../helpers/harness";
-
-const demo = JSON.parse(readFileSync(join(import.meta.dir, "..", "..", "docs", "examples", "demo-site.json"), "utf8"));
+import type { FakeStripe } from "../helpers/fake-stripe";
+import { seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { demo, demoTraffic, startDemoStripe } from "./demo-traffic";
 
 describe.each(storeKinds)("a scripted run of traffic on the demo site (%s store)", (kind) => {
   let result: TrafficResult;
@@ -20,12 +16,7 @@ describe.each(storeKinds)("a scripted run of traffic on the demo site (%s store)
     // Checkout sessions are stamped by Postgres' clock: the reports' windows must be on the same day.
     h.clock.set(Date.now());
     const { key } = await seedSite(h, "demo", demo);
-    stripe = await startFakeStripe({
-      secretKey: SECRET_KEY,
-      webhookSecret: WEBHOOK_SECRET,
-      prices: ["price_demo_monthly", "price_demo_annual", "price_demo_pass"],
-    });
-    await connectStripe(h, stripe);
+    stripe = await startDemoStripe(h);
     const server = serveHarness(h);
     stop = async () => {
       await server.stop();
@@ -33,22 +24,7 @@ describe.each(storeKinds)("a scripted run of traffic on the demo site (%s store)
       await h.stop();
       await db.drop();
     };
-    result = await runInsightTraffic({
-      base: server.base,
-      operatorToken: OPERATOR_TOKEN,
-      key,
-      tenant: "default",
-      site: "demo",
-      origin: demo.allowedOrigins[0],
-      contentSecret: demo.contentKeys[0].secret,
-      readers: 16,
-      articles: 7,
-      buyPercent: { annual: 60, monthly: 30 },
-      abandonPercent: 50,
-      stripe,
-      runId: "t",
-      now: h.clock.now,
-    });
+    result = await demoTraffic(h, { base: server.base, key, stripe, readers: 16, runId: "t" });
   }, 120_000);
   afterAll(async () => {
     await stop();
