@@ -1,36 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { emptyServerDatabase, storeKinds } from "../helpers/databases";
+import { describe, expect, it } from "bun:test";
+import { storeKinds } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
-import { type ServerProcess, startServerProcess } from "../helpers/process";
+import type { ServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { within } from "../helpers/second-process";
+import { twoServerProcesses } from "../helpers/server-processes";
 
 const WINDOW_MS = 10_000;
 
 describe.each(storeKinds.filter((kind) => kind === "server"))(
   "keyed rate windows across two processes (%s store)",
   () => {
-    let database: { url: string; drop(): Promise<void> };
-    const servers: ServerProcess[] = [];
-    let key = "";
-
-    beforeAll(async () => {
-      database = await emptyServerDatabase();
-      const env = {
+    // The first process seeds the demo site and prints its key; the second seeds nothing.
+    const w = twoServerProcesses(
+      (url, index) => ({
         SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
         SVC_SECRET: "lease-test-secret-lease-test-secret-0",
-        DATABASE_URL: database.url,
-      };
-      servers.push(await startServerProcess({ ...env, SVC_SEED_DEMO: "1", SVC_DATA_DIR: scratchDir("svc-lease-") }));
-      await within(30_000, async () => /Bearer (svc_[^']+)'/.test((servers[0] as ServerProcess).output()));
-      key = ((servers[0] as ServerProcess).output().match(/Bearer (svc_[^']+)'/) as RegExpMatchArray)[1] as string;
-      servers.push(await startServerProcess({ ...env, SVC_SEED_DEMO: "0", SVC_DATA_DIR: scratchDir("svc-lease-") }));
-    }, 90_000);
-
-    afterAll(async () => {
-      for (const server of servers) await server.stop("SIGKILL");
-      await database?.drop();
-    }, 60_000);
+        DATABASE_URL: url,
+        SVC_SEED_DEMO: index === 0 ? "1" : "0",
+        SVC_DATA_DIR: scratchDir("svc-lease-"),
+      }),
+      async (first) => {
+        await within(30_000, async () => /Bearer (svc_[^']+)'/.test(first.output()));
+        return (first.output().match(/Bearer (svc_[^']+)'/) as RegExpMatchArray)[1] as string;
+      },
+    );
 
     /** Offers `total` decisions for one key, alternating between the processes, `parallel` at a time. */
     async function offer(total: number, parallel: number) {
@@ -39,10 +33,10 @@ describe.each(storeKinds.filter((kind) => kind === "server"))(
       let next = 0;
       const worker = async () => {
         for (let i = next++; i < total; i = next++) {
-          const server = servers[i % servers.length] as ServerProcess;
+          const server = w.servers[i % w.servers.length] as ServerProcess;
           const response = await fetch(`${server.url}/v1/decide`, {
             method: "POST",
-            headers: { "x-svc-site-id": "demo", authorization: `Bearer ${key}`, "content-type": "application/json" },
+            headers: { "x-svc-site-id": "demo", authorization: `Bearer ${w.key}`, "content-type": "application/json" },
             body: JSON.stringify({ features: ["newsletter_prompt"], deviceId: `device-${i % 50}` }),
           });
           await response.arrayBuffer();

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { giftDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";
-import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
-import { type ServerProcess, startServerProcess } from "../helpers/process";
+import type { ServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
+import { seedServerSite, twoServerProcesses } from "../helpers/server-processes";
 
 /**
  * Two real server processes on one Postgres server (`giftDocument`: `basicDocument` with gift
@@ -15,44 +15,21 @@ import { scratchDir } from "../helpers/scratch-dirs";
 describe.if(Boolean(process.env.DATABASE_URL))(
   "meters and gift caps across two server processes (server store)",
   () => {
-    let database: { url: string; drop(): Promise<void> };
-    const servers: ServerProcess[] = [];
-    let key = "";
-
-    beforeAll(async () => {
-      database = await emptyServerDatabase();
-      const env = {
+    const w = twoServerProcesses(
+      (url) => ({
         SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
         SVC_SECRET: "exact-seen-secret-exact-seen-secret-0",
-        DATABASE_URL: database.url,
+        DATABASE_URL: url,
         SVC_SEED_DEMO: "0",
-      };
-      servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
-      const admin = async (path: string, body: unknown) => {
-        const res = await fetch(`${(servers[0] as ServerProcess).url}/admin${path}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        expect(res.status).toBeLessThan(300);
-        return res.json();
-      };
-      await admin("/tenants", { id: "default", default: true });
-      await admin("/tenants/default/sites", { id: "news" });
-      await admin("/tenants/default/sites/news/deploy", { document: giftDocument() });
-      key = (await admin("/tenants/default/sites/news/keys", { name: "seen test" })).key;
-      servers.push(await startServerProcess({ ...env, SVC_DATA_DIR: scratchDir("svc-seen-") }));
-    }, 90_000);
-
-    afterAll(async () => {
-      for (const server of servers) await server.stop("SIGKILL");
-      await database?.drop();
-    }, 60_000);
+        SVC_DATA_DIR: scratchDir("svc-seen-"),
+      }),
+      (first) => seedServerSite(first, giftDocument(), "seen test"),
+    );
 
     const post = (server: ServerProcess, path: string, body: unknown) =>
       fetch(`${server.url}${path}`, {
         method: "POST",
-        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}`, "content-type": "application/json" },
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}`, "content-type": "application/json" },
         body: JSON.stringify(body),
       });
     const decide = async (server: ServerProcess, reader: string, article: string, giftLink?: string) => {
@@ -72,12 +49,12 @@ describe.if(Boolean(process.env.DATABASE_URL))(
     };
     /** Both at once, alternating: `n` calls of `call` spread over the two processes. */
     const spread = <T>(n: number, call: (server: ServerProcess, i: number) => Promise<T>) =>
-      Promise.all(Array.from({ length: n }, (_, i) => call(servers[i % 2] as ServerProcess, i)));
+      Promise.all(Array.from({ length: n }, (_, i) => call(w.servers[i % 2] as ServerProcess, i)));
 
     it("lets exactly the allowance through, with twelve new articles spread over both at once", async () => {
       // Both processes hold the reader first (an article each), then the rest arrives at once.
-      const a = servers[0] as ServerProcess;
-      const b = servers[1] as ServerProcess;
+      const a = w.servers[0] as ServerProcess;
+      const b = w.servers[1] as ServerProcess;
       const first = [await decide(a, "reader", "first-a"), await decide(b, "reader", "first-b")];
       const rest = await Promise.all(
         Array.from({ length: 12 }, (_, i) => decide(i % 2 === 0 ? a : b, "reader", `article-${i}`)),
@@ -91,17 +68,17 @@ describe.if(Boolean(process.env.DATABASE_URL))(
 
     it("lets exactly a count meter's allowance through, with twenty calls spread over both at once", async () => {
       // Both processes hold the caller first (read, not ticked: a call to another feature).
-      for (const server of servers) expect(await decide(server, "caller", "warm-up")).toBe("metered");
+      for (const server of w.servers) expect(await decide(server, "caller", "warm-up")).toBe("metered");
       for (let round = 0; round < 3; round++) {
         const reader = `caller-${round}`;
         const outcomes = await spread(20, (server) => teaser(server, reader));
         expect(outcomes.filter((o) => o === "on").length).toBe(2);
-        expect(await teaser(servers[round % 2] as ServerProcess, reader)).toBe("off");
+        expect(await teaser(w.servers[round % 2] as ServerProcess, reader)).toBe("off");
       }
     }, 60_000);
 
     it("lets exactly a gift link's cap of readers in, with ten new readers spread over both at once", async () => {
-      const a = servers[0] as ServerProcess;
+      const a = w.servers[0] as ServerProcess;
       for (let round = 0; round < 3; round++) {
         const user = await fetch(`${a.url}/admin/tenants/default/users`, {
           method: "POST",
@@ -119,7 +96,7 @@ describe.if(Boolean(process.env.DATABASE_URL))(
         expect(outcomes.filter((o) => o === "gifted").length).toBe(2);
         // A reader let in reads it again on the other process; one more reader is not let in.
         const first = outcomes.indexOf("gifted");
-        const again = servers[(first + 1) % 2] as ServerProcess;
+        const again = w.servers[(first + 1) % 2] as ServerProcess;
         expect(await decide(again, `recipient-${round}-${first}`, `gifted-${round}`, token)).toBe("gifted");
         expect(await decide(again, `late-${round}`, `gifted-${round}`, token)).not.toBe("gifted");
       }

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { basicDocument } from "../fixtures/documents";
-import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
-import { type ServerProcess, startServerProcess } from "../helpers/process";
+import type { ServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
+import { seedServerSite, twoServerProcesses } from "../helpers/server-processes";
 import { openSse } from "../helpers/sse";
 import { until } from "../helpers/wait";
 
@@ -17,53 +17,32 @@ const HEARTBEAT_MS = 200;
  * stops holding its slots once it has missed three heartbeats.
  */
 describe.if(Boolean(process.env.DATABASE_URL))("the interventions stream's cap across two server processes", () => {
-  let database: { url: string; drop(): Promise<void> };
-  const servers: ServerProcess[] = [];
   const streams: Awaited<ReturnType<typeof openSse>>[] = [];
-  let key = "";
-
-  beforeAll(async () => {
-    database = await emptyServerDatabase();
-    const env = () => ({
-      DATABASE_URL: database.url,
+  const w = twoServerProcesses(
+    (url) => ({
+      DATABASE_URL: url,
       SVC_DATA_DIR: scratchDir("svc-sse-proc-"),
       SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
       SVC_SECRET: "sse-processes-secret-sse-processes-secret",
       SVC_SEED_DEMO: "0",
       SVC_SSE_STREAMS_PER_KEY: String(CAP),
       SVC_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS),
-    });
-    servers.push(await startServerProcess(env()));
-    const admin = async (path: string, body: unknown) => {
-      const res = await fetch(`${(servers[0] as ServerProcess).url}/admin${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      expect(res.status).toBeLessThan(300);
-      return res.json();
-    };
-    await admin("/tenants", { id: "default", default: true });
-    await admin("/tenants/default/sites", { id: "news" });
-    await admin("/tenants/default/sites/news/deploy", { document: basicDocument() });
-    key = (await admin("/tenants/default/sites/news/keys", { name: "streams" })).key;
-    servers.push(await startServerProcess(env()));
-  }, 90_000);
-  afterAll(async () => {
-    for (const stream of streams) stream.close();
-    for (const server of servers) await server.stop("SIGKILL");
-    await database?.drop();
-  }, 60_000);
+    }),
+    (first) => seedServerSite(first, basicDocument(), "streams"),
+    () => {
+      for (const stream of streams) stream.close();
+    },
+  );
 
   const open = async (server: ServerProcess) => {
     const stream = await openSse(`${server.url}/v1/decide/interventions`, {
       "x-svc-site-id": "news",
-      authorization: `Bearer ${key}`,
+      authorization: `Bearer ${w.key}`,
     });
     if (stream.response.ok) streams.push(stream);
     return stream;
   };
-  const [a, b] = [() => servers[0] as ServerProcess, () => servers[1] as ServerProcess];
+  const [a, b] = [() => w.servers[0] as ServerProcess, () => w.servers[1] as ServerProcess];
 
   it("opens exactly the cap of one key's streams spread over both at once", async () => {
     const opened = await Promise.all(Array.from({ length: CAP + 3 }, (_, i) => open(i % 2 === 0 ? a() : b())));
