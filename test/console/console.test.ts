@@ -3,36 +3,28 @@ import { sql } from "drizzle-orm";
 import fc from "fast-check";
 import { rowsOf } from "../../db/client";
 import { basicDocument } from "../fixtures/documents";
-import { consoleClient, consoleMailbox, consoleSignIn } from "../helpers/console";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
+import { addConsoleUsers, consoleClient, consoleMailbox, consoleSignIn } from "../helpers/console";
+import { storeKinds } from "../helpers/databases";
+import { siteWorld } from "../helpers/worlds";
 
 describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
   const box = consoleMailbox();
-  let key = "";
-
+  const w = siteWorld({
+    document: basicDocument(),
+    kind,
+    mailTransport: box.transport,
+    config: { SVC_IMPACT_SAMPLE_EVERY: "1" },
+  });
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { mailTransport: box.transport, config: { SVC_IMPACT_SAMPLE_EVERY: "1" } });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    for (const [email, role] of [
+    await addConsoleUsers(w.h, [
       ["ada@example.com", "admin"],
       ["vic@example.com", "viewer"],
       ["own@example.com", "owner"],
-    ]) {
-      expect((await h.admin("POST", "/admin/tenants/default/console-users", { email, role })).status).toBe(200);
-    }
-  }, 120_000);
-  afterAll(async () => {
-    await h.stop();
-    await drop();
+    ]);
   }, 60_000);
 
   it("sends a signed-out browser to the sign-in page, with a strict CSP", async () => {
-    const client = consoleClient(h);
+    const client = consoleClient(w.h);
     const res = await client.get("/console");
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/console/sign-in");
@@ -44,7 +36,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("signs in by a mailed link, once; the cookie is scoped to /console and strict", async () => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     const session = [...client.jar.keys()];
     expect(session).toContain("svc.console_session");
     const home = await client.get("/console");
@@ -53,16 +45,16 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     expect(home.text).toContain("Create a site");
     // The same link a second time: refused.
     const link = new URL(box.lastLink("ada@example.com"));
-    const again = consoleClient(h);
+    const again = consoleClient(w.h);
     await again.get(`${link.pathname}${link.search}`);
     expect((await again.post("/console/auth", { token: link.searchParams.get("token") as string })).status).toBe(403);
   });
 
   it("sweeps spent sign-in links at each sign-in: at most the one just spent is left", async () => {
-    await consoleSignIn(h, box, "ada@example.com");
-    await consoleSignIn(h, box, "ada@example.com");
-    await consoleSignIn(h, box, "own@example.com");
-    const rows = (await h.deps.database.db.execute(
+    await consoleSignIn(w.h, box, "ada@example.com");
+    await consoleSignIn(w.h, box, "ada@example.com");
+    await consoleSignIn(w.h, box, "own@example.com");
+    const rows = (await w.h.deps.database.db.execute(
       sql`select count(*)::int as n from console_tokens where kind = 'link' and used_at is not null`,
     )) as unknown;
     const n = (rowsOf<{ n: number }>(rows as never)[0] as { n: number }).n;
@@ -70,47 +62,49 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("mails nobody for an address that is not a console user, and the page reads the same", async () => {
-    const client = consoleClient(h);
+    const client = consoleClient(w.h);
     await client.get("/console/sign-in");
     const before = box.mails.length;
     const res = await client.post("/console/sign-in", { email: "stranger@example.com" });
     expect(res.status).toBe(200);
     expect(res.text).toContain("If that address is a console user");
-    await h.deps.outbox.drain();
+    await w.h.deps.outbox.drain();
     expect(box.mails.length).toBe(before);
   });
 
   it("refuses a post without the CSRF token, with another's token, or from another origin", async () => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     await client.get("/console");
     expect((await client.post("/console/sites", { id: "x1", _csrf: "forged" })).status).toBe(403);
-    const other = await consoleSignIn(h, box, "own@example.com");
+    const other = await consoleSignIn(w.h, box, "own@example.com");
     await other.get("/console");
     expect((await client.post("/console/sites", { id: "x2", _csrf: other.csrf() })).status).toBe(403);
     await client.get("/console");
     expect((await client.post("/console/sites", { id: "x3" }, { origin: "https://evil.example" })).status).toBe(403);
-    const sites = (await (await h.admin("GET", "/admin/tenants/default/sites")).json()) as { sites: { id: string }[] };
+    const sites = (await (await w.h.admin("GET", "/admin/tenants/default/sites")).json()) as {
+      sites: { id: string }[];
+    };
     expect(sites.sites.map((s) => s.id)).not.toContain("x1");
     expect(sites.sites.map((s) => s.id)).not.toContain("x3");
   });
 
   it("never accepts the console cookie on the public or operator routes", async () => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     const cookie = `svc.console_session=${client.jar.get("svc.console_session")}`;
-    const session = await h.request("GET", "/v1/id/get-session", { headers: { cookie, "x-svc-site-id": "news" } });
+    const session = await w.h.request("GET", "/v1/id/get-session", { headers: { cookie, "x-svc-site-id": "news" } });
     expect(((await session.json()) as { user: unknown }).user).toBeNull();
-    expect((await h.request("GET", "/admin/tenants", { headers: { cookie } })).status).toBe(401);
+    expect((await w.h.request("GET", "/admin/tenants", { headers: { cookie } })).status).toBe(401);
   });
 
   it("issues a key that works at once, shows it once, and revokes it after a confirmation", async () => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     await client.get("/console/sites/news/keys");
     const issued = await client.post("/console/sites/news/keys", { name: "From the console", expiresInDays: "30" });
     expect(issued.status).toBe(201);
     const key = issued.text.match(/<code id="new-key">([^<]+)<\/code>/)?.[1] as string;
     expect(key).toBeTruthy();
     const decide = () =>
-      h.request("POST", "/v1/decide", {
+      w.h.request("POST", "/v1/decide", {
         headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
         body: { features: ["paywall"], deviceId: "d-1" },
       });
@@ -119,7 +113,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     const listing = await client.get("/console/sites/news/keys");
     expect(listing.text).toContain("From the console");
     expect(listing.text).not.toContain(key);
-    const keys = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
+    const keys = (await (await w.h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
       keys: { id: string; name: string }[];
     };
     const id = keys.keys.find((k) => k.name === "From the console")?.id as string;
@@ -130,7 +124,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("checks the issue form as the admin API does, and issues nothing on a bad one", async () => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     await client.get("/console/sites/news/keys");
     const bad = await client.post("/console/sites/news/keys", { name: "x".repeat(101), expiresInDays: "0" });
     expect(bad.status).toBe(422);
@@ -142,7 +136,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("shows a viewer the list without actions, and refuses a viewer's posts on the server", async () => {
-    const client = await consoleSignIn(h, box, "vic@example.com");
+    const client = await consoleSignIn(w.h, box, "vic@example.com");
     const page = await client.get("/console/sites/news/keys");
     expect(page.status).toBe(200);
     expect(page.text).toContain("test key");
@@ -151,20 +145,20 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     expect((await client.post("/console/sites/news/keys", { name: "sneaky" })).status).toBe(403);
     await client.get("/console");
     expect((await client.post("/console/sites/news/disable")).status).toBe(403);
-    const keys = (await (await h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
+    const keys = (await (await w.h.admin("GET", "/admin/tenants/default/sites/news/keys")).json()) as {
       keys: { name: string }[];
     };
     expect(keys.keys.map((k) => k.name)).not.toContain("sneaky");
   });
 
   it("records console actions in the audit log under the user's name, shown on the audit page", async () => {
-    const client = await consoleSignIn(h, box, "own@example.com");
+    const client = await consoleSignIn(w.h, box, "own@example.com");
     await client.get("/console");
     expect((await client.post("/console/sites", { id: "sport" })).status).toBe(201);
     const audit = await client.get("/console/audit");
     expect(audit.text).toContain("console:own@example.com");
     expect(audit.text).toContain("site sport");
-    const entries = (await (await h.admin("GET", "/admin/audit?tenant=default")).json()) as {
+    const entries = (await (await w.h.admin("GET", "/admin/audit?tenant=default")).json()) as {
       entries: { actor: string; action: string }[];
     };
     expect(
@@ -173,16 +167,16 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("ends the session on sign-out and when the user is removed", async () => {
-    const client = await consoleSignIn(h, box, "own@example.com");
+    const client = await consoleSignIn(w.h, box, "own@example.com");
     await client.get("/console");
     expect((await client.post("/console/sign-out")).status).toBe(303);
     expect((await client.get("/console")).status).toBe(303);
-    const again = await consoleSignIn(h, box, "vic@example.com");
+    const again = await consoleSignIn(w.h, box, "vic@example.com");
     expect((await again.get("/console")).status).toBe(200);
-    expect((await h.admin("DELETE", "/admin/tenants/default/console-users/vic%40example.com")).status).toBe(200);
+    expect((await w.h.admin("DELETE", "/admin/tenants/default/console-users/vic%40example.com")).status).toBe(200);
     expect((await again.get("/console")).status).toBe(303);
     expect(
-      (await h.admin("POST", "/admin/tenants/default/console-users", { email: "vic@example.com", role: "viewer" }))
+      (await w.h.admin("POST", "/admin/tenants/default/console-users", { email: "vic@example.com", role: "viewer" }))
         .status,
     ).toBe(200);
   });
@@ -195,23 +189,23 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
     ["no role", { email: "a@example.com" }, 422],
     ["array body", [], 422],
   ])("refuses a console user with %s", async (_name, body, status) => {
-    const res = await h.admin("POST", "/admin/tenants/default/console-users", body);
+    const res = await w.h.admin("POST", "/admin/tenants/default/console-users", body);
     expect(res.status).toBe(status);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBeTruthy();
   });
 
   it("answers 404 for an unknown tenant's console users", async () => {
     expect(
-      (await h.admin("POST", "/admin/tenants/nope/console-users", { email: "a@example.com", role: "admin" })).status,
+      (await w.h.admin("POST", "/admin/tenants/nope/console-users", { email: "a@example.com", role: "admin" })).status,
     ).toBe(404);
-    expect((await h.admin("GET", "/admin/tenants/nope/console-users")).status).toBe(404);
+    expect((await w.h.admin("GET", "/admin/tenants/nope/console-users")).status).toBe(404);
   });
 
   it.each([
     ["a form in JSON", "application/json", "{}", 415],
     ["an unreadable multipart form", "multipart/form-data; boundary=x", "garbage", 400],
   ])("refuses %s with a page, not a 500", async (_name, type, body, status) => {
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     const res = await client.raw("POST", "/console/sites", undefined, {
       "content-type": type,
       "content-length": String(body.length),
@@ -222,14 +216,14 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
 
   it("stages a document, shows its impact on sampled real requests, and publishes it", async () => {
     for (let i = 0; i < 4; i++) {
-      const res = await h.request("POST", "/v1/decide", {
-        headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
+      const res = await w.h.request("POST", "/v1/decide", {
+        headers: { "x-svc-site-id": "news", authorization: `Bearer ${w.key}` },
         body: { features: ["teaser"], deviceId: `impact-${i}` },
       });
       expect(res.status).toBe(200);
     }
     await new Promise((resolve) => setImmediate(resolve)); // samples are captured at setImmediate
-    const client = await consoleSignIn(h, box, "ada@example.com");
+    const client = await consoleSignIn(w.h, box, "ada@example.com");
     await client.get("/console/sites/news/documents");
     const changed = basicDocument() as { features: { teaser: { outcomes: { on: { fields: { size: string } } } } } };
     changed.features.teaser.outcomes.on.fields.size = "small";
@@ -249,10 +243,13 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("refuses bad document forms with a page and changes nothing", async () => {
-    const admin = await consoleSignIn(h, box, "ada@example.com");
+    const admin = await consoleSignIn(w.h, box, "ada@example.com");
     const live = async () =>
-      ((await (await h.admin("GET", "/admin/tenants/default/sites/news/documents")).json()) as { liveVersion: number })
-        .liveVersion;
+      (
+        (await (await w.h.admin("GET", "/admin/tenants/default/sites/news/documents")).json()) as {
+          liveVersion: number;
+        }
+      ).liveVersion;
     const before = await live();
     await admin.get("/console/sites/news/documents");
     expect((await admin.post("/console/sites/news/documents", { op: "stage", document: "{not json" })).status).toBe(
@@ -273,7 +270,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
       409, 422,
     ]);
     expect(await live()).toBe(before);
-    const viewer = await consoleSignIn(h, box, "vic@example.com");
+    const viewer = await consoleSignIn(w.h, box, "vic@example.com");
     const page = await viewer.get("/console/sites/news/documents");
     expect(page.text).not.toContain("Stage as preview");
     expect(
@@ -285,7 +282,7 @@ describe.each(storeKinds)("console over HTTP (%s store)", (kind) => {
   });
 
   it("answers every signed-in form below 500 whatever its fields hold", async () => {
-    const client = await consoleSignIn(h, box, "own@example.com");
+    const client = await consoleSignIn(w.h, box, "own@example.com");
     const text = fc.oneof(
       fc.string({ maxLength: 40 }),
       fc.string({ unit: "binary", maxLength: 40 }),

@@ -90,3 +90,10 @@ export async function consoleSignIn(h: Harness, box: ReturnType<typeof consoleMa
   expect(done.headers.get("location")).toBe("/console");
   return client;
 }
+
+/** Adds each `[email, role]` as a console user of tenant "default", expecting 200 for each. */
+export async function addConsoleUsers(h: Harness, users: [email: string, role: string][]): Promise<void> {
+  for (const [email, role] of users) {
+    expect((await h.admin("POST", "/admin/tenants/default/console-users", { email, role })).status).toBe(200);
+  }
+}
