@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
 import { fingerprintOf } from "../../src/sites/content-keys";

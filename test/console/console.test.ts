@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import fc from "fast-check";
 import { rowsOf } from "../../db/client";
