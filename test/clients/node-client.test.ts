@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server, Socket } from "node:net";
 import { join } from "node:path";
@@ -9,9 +9,8 @@ import {
   type FallbackReason,
 } from "../../clients/node/src/index";
 import { basicDocument } from "../fixtures/documents";
-import { freshDatabase } from "../helpers/databases";
-import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
 import { scratchDir } from "../helpers/scratch-dirs";
+import { servedSuite } from "../helpers/served-suite";
 
 const CLIENT_DIR = join(import.meta.dir, "../../clients/node");
 const DOCUMENT_FILE = join(CLIENT_DIR, "openapi.json");
@@ -59,31 +58,13 @@ async function countingProxy(targetPort: number) {
 }
 
 describe("clients/node: decide from a publisher's server, against a started server", () => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-  let base: string;
-  let server: Served;
   const document = basicDocument();
+  const suite = servedSuite("embedded", { config: { HOST: "127.0.0.1" }, site: document });
   const client = (extra: Partial<DecideClientOptions> = {}) =>
-    createDecideClient({ baseUrl: base, apiKey: key, site: "news", document, ...extra });
-
-  beforeAll(async () => {
-    const db = await freshDatabase("embedded");
-    drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", document));
-    server = serveHarness(h);
-    base = server.base;
-  }, 60_000);
-  afterAll(async () => {
-    await server.stop();
-    await h.stop();
-    await drop();
-  }, 60_000);
+    createDecideClient({ baseUrl: suite.server.base, apiKey: suite.key, site: "news", document, ...extra });
 
   it("is built on the service's current document: openapi.json and the generated types are up to date", async () => {
-    const served = await (await fetch(`${base}/openapi.json`)).json();
+    const served = await (await fetch(`${suite.server.base}/openapi.json`)).json();
     const snapshot = `${JSON.stringify(served, null, 2)}\n`;
     // UPDATE_CLIENT=1 rewrites both (then review and commit them).
     if (process.env.UPDATE_CLIENT === "1") writeFileSync(DOCUMENT_FILE, snapshot);
@@ -132,7 +113,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
   });
 
   it("reuses one kept-alive connection across calls", async () => {
-    const proxy = await countingProxy(server.port);
+    const proxy = await countingProxy(suite.server.port);
     try {
       const c = client({ baseUrl: proxy.url });
       for (let i = 0; i < 20; i++) {
@@ -146,7 +127,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
   });
 
   it("runs on Node from its build (npm install builds it), reusing its kept-alive connection", async () => {
-    const proxy = await countingProxy(server.port);
+    const proxy = await countingProxy(suite.server.port);
     try {
       const script = `
         const { createDecideClient } = await import(${JSON.stringify(join(CLIENT_DIR, "dist/index.js"))});
@@ -157,7 +138,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
           outcomes.push(fallback ? fallback.kind : decisions.section.outcome);
         }
         console.log(JSON.stringify(outcomes));`;
-      const child = Bun.spawn(["node", "--input-type=module", "-e", script, proxy.url, key], {
+      const child = Bun.spawn(["node", "--input-type=module", "-e", script, proxy.url, suite.key], {
         stdout: "pipe",
         stderr: "pipe",
       });
@@ -177,7 +158,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
   }, 30_000);
 
   it("answers each feature's onError outcome when the deadline passes, and tells why", async () => {
-    const proxy = await countingProxy(server.port);
+    const proxy = await countingProxy(suite.server.port);
     proxy.holdEverything();
     const told: FallbackReason[] = [];
     try {
@@ -196,7 +177,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
   });
 
   it("answers the caller's defaults over the document's when the service is unreachable", async () => {
-    const closed = await countingProxy(server.port);
+    const closed = await countingProxy(suite.server.port);
     await closed.close();
     const answer = await client({
       baseUrl: closed.url,
@@ -241,9 +222,9 @@ describe("clients/node: decide from a publisher's server, against a started serv
   it("honours the service's 429 Retry-After: falls back without asking until the window passes", async () => {
     // Spend keyed decide's window (2,000 a key per 10 s; the server's clock stands still).
     const spend = () =>
-      fetch(`${base}/v1/decide`, {
+      fetch(`${suite.server.base}/v1/decide`, {
         method: "POST",
-        headers: { authorization: `Bearer ${key}`, "x-svc-site-id": "news", "content-type": "application/json" },
+        headers: { authorization: `Bearer ${suite.key}`, "x-svc-site-id": "news", "content-type": "application/json" },
         body: JSON.stringify({ features: ["section"] }),
       }).then((r) => r.status);
     let limited = false;
@@ -271,7 +252,7 @@ describe("clients/node: decide from a publisher's server, against a started serv
     expect(second.fallback?.kind).toBe("retry_after");
     expect(calls).toBe(1);
     // The window passes, for the service and the client alike.
-    h.clock.advance(10_000);
+    suite.h.clock.advance(10_000);
     clock = until;
     const third = await c.decide({ features: ["section"] });
     expect(third.fallback).toBeUndefined();

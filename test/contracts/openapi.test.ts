@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { beforeAll, describe, expect, it } from "bun:test";
 import { giftDocument } from "../fixtures/documents";
-import { freshDatabase, storeKinds } from "../helpers/databases";
-import { type Harness, type Served, seedSite, serveHarness, startHarness } from "../helpers/harness";
+import { storeKinds } from "../helpers/databases";
+import { servedSuite } from "../helpers/served-suite";
 import { answerValidator, expectValidOpenApi, type Json, openApiDocument, operationsOf } from "./openapi-fixture";
 
 /** The statuses the spec lists per route (Endpoints), and ours for the routes it leaves open. */
@@ -13,27 +13,12 @@ const SPEC_STATUSES: Record<string, number[]> = {
 };
 
 describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s store)", (kind) => {
-  let h: Harness;
-  let drop: () => Promise<void>;
-  let key: string;
-  let base: string;
-  let server: Served;
+  const suite = servedSuite(kind, { config: { HOST: "127.0.0.1" }, site: giftDocument() });
   let doc: Json;
 
   beforeAll(async () => {
-    const db = await freshDatabase(kind);
-    drop = db.drop;
-    h = await startHarness(db, { config: { HOST: "127.0.0.1" } });
-    ({ key } = await seedSite(h, "news", giftDocument()));
-    server = serveHarness(h);
-    base = server.base;
-    const res = await fetch(`${base}/v1/decide/openapi.json`);
+    const res = await fetch(`${suite.server.base}/v1/decide/openapi.json`);
     doc = await openApiDocument(res);
-  }, 60_000);
-  afterAll(async () => {
-    await server.stop();
-    await h.stop();
-    await drop();
   }, 60_000);
 
   const operations = () => operationsOf(doc);
@@ -100,7 +85,7 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s
     const ajv = answerValidator();
     let replayed = 0;
     for (const { method, path, op } of operations()) {
-      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      const headers: Record<string, string> = { authorization: `Bearer ${suite.key}` };
       const query = new URLSearchParams();
       for (const p of op.parameters ?? []) {
         const example = p.example ?? p.schema?.examples?.[0];
@@ -108,7 +93,7 @@ describe.each(storeKinds)("GET /v1/decide/openapi.json, the keyed decide cut (%s
         if (p.in === "header") headers[p.name] = example;
         if (p.in === "query") query.set(p.name, example);
       }
-      const url = `${base}${path}${query.size > 0 ? `?${query}` : ""}`;
+      const url = `${suite.server.base}${path}${query.size > 0 ? `?${query}` : ""}`;
       const json = op.requestBody?.content?.["application/json"];
       if (json === undefined) {
         // No body: the parameters' examples, answered with the route's success status.

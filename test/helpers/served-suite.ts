@@ -8,6 +8,8 @@ export interface ServedSuite {
   server: Served;
   /** The key issued for site "news", when the suite deployed one. */
   key: string;
+  /** The id of that key. */
+  keyId: string;
 }
 
 /**
@@ -26,7 +28,8 @@ export function servedSuite(
     const db = await freshDatabase(kind);
     drop = db.drop;
     suite.h = await startHarness(db, { config: options.config });
-    if (options.site !== undefined) ({ key: suite.key } = await seedSite(suite.h, "news", options.site));
+    if (options.site !== undefined)
+      ({ key: suite.key, keyId: suite.keyId } = await seedSite(suite.h, "news", options.site));
     suite.server = serveHarness(suite.h);
   }, 60_000);
   afterAll(async () => {
