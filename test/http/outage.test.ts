@@ -1,16 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { describe, expect, it } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import type { Database } from "../../db/client";
 import { DatabaseUnreachable, maskDatabaseUrl, openDatabaseRetrying, openFailureMessage } from "../../db/open-retrying";
 import { basicDocument } from "../fixtures/documents";
 import { emptyServerDatabase } from "../helpers/databases";
-import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
+import { OPERATOR_TOKEN } from "../helpers/harness";
 import { runBun, startServerProcess, tempDir } from "../helpers/process";
 import { mailbox, signIn } from "../helpers/sign-in";
-import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy";
+import { startTcpProxy } from "../helpers/tcp-proxy";
 import { until } from "../helpers/wait";
+import { outageWorld } from "./outage-world";
 
 const serverUrl = process.env.DATABASE_URL;
 
@@ -120,36 +120,21 @@ describe("starting while Postgres cannot be reached", () => {
 });
 
 describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy that fails on demand)", () => {
-  let proxy: TcpProxy;
-  let scratch: { url: string; drop(): Promise<void> };
-  let database: Database;
-  let h: Harness;
-  let key: string;
   let session: Awaited<ReturnType<typeof signIn>>;
   const box = mailbox();
   const BOUND_MS = 5_000;
+  const w = outageWorld({
+    document: basicDocument(),
+    config: { SVC_READ_DEADLINE_MS: "500" },
+    mailTransport: box.transport,
+    prepare: async ({ h }) => {
+      session = await signIn(h, box, "outage@example.com");
+    },
+  });
 
-  beforeAll(async () => {
-    scratch = await emptyServerDatabase();
-    const target = new URL(scratch.url);
-    proxy = await startTcpProxy("127.0.0.1", Number(target.port || 5432));
-    const { openDatabase } = await import("../../db/client");
-    database = await openDatabase({ url: proxy.url(scratch.url) });
-    h = await startHarness(database, { config: { SVC_READ_DEADLINE_MS: "500" }, mailTransport: box.transport });
-    ({ key } = await seedSite(h, "news", basicDocument()));
-    session = await signIn(h, box, "outage@example.com");
-  }, 60_000);
-  afterAll(async () => {
-    await proxy.set("forward");
-    await h.stop();
-    await database.close();
-    await proxy.close();
-    await scratch.drop();
-  }, 60_000);
-
-  const decide = async (deviceId: string, bearer = key) => {
+  const decide = async (deviceId: string, bearer = w.key) => {
     const started = performance.now();
-    const res = await h.request("POST", "/v1/decide", {
+    const res = await w.h.request("POST", "/v1/decide", {
       headers: { "x-svc-site-id": "news", authorization: `Bearer ${bearer}` },
       body: { features: ["teaser"], deviceId },
     });
@@ -157,7 +142,7 @@ describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy th
   };
   const getSession = async () => {
     const started = performance.now();
-    const res = await h.request("GET", "/v1/id/get-session", {
+    const res = await w.h.request("GET", "/v1/id/get-session", {
       headers: { "x-svc-site-id": "news", cookie: session.cookie },
     });
     return { res, ms: performance.now() - started };
@@ -172,7 +157,7 @@ describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy th
 
   it("serves readers held in memory, and answers 503 with Retry-After to new ones, when connections are refused", async () => {
     expect((await decide("held")).res.status).toBe(200);
-    await proxy.set("cut");
+    await w.proxy.set("cut");
     for (let i = 0; i < 6; i++) {
       const held = await decide("held");
       expect(held.res.status).toBe(200);
@@ -183,7 +168,7 @@ describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy th
   }, 60_000);
 
   it("answers 503 with Retry-After within the deadline when Postgres hangs (accepts, never answers)", async () => {
-    await proxy.set("black-hole");
+    await w.proxy.set("black-hole");
     for (let i = 0; i < 3; i++) {
       expect((await decide("held")).res.status).toBe(200);
       await expectUnavailable(await decide(`new-hung-${i}`));
@@ -193,7 +178,7 @@ describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy th
   }, 60_000);
 
   it("answers new readers again once Postgres is back", async () => {
-    await proxy.set("forward");
+    await w.proxy.set("forward");
     let status = 0;
     await until(
       async () => {
@@ -208,9 +193,9 @@ describe.skipIf(!serverUrl)("a Postgres outage (server store, through a proxy th
   }, 60_000);
 
   it("logs the outage without the database URL or its password", () => {
-    const warnings = h.logger.lines.filter((l) => l.includes('"store unavailable"'));
+    const warnings = w.h.logger.lines.filter((l) => l.includes('"store unavailable"'));
     expect(warnings.length).toBeGreaterThan(0);
-    for (const line of h.logger.lines) {
+    for (const line of w.h.logger.lines) {
       expect(line).not.toContain("postgres://");
       const password = new URL(serverUrl as string).password;
       if (password) expect(line).not.toContain(password);

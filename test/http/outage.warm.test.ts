@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import type { Database } from "../../db/client";
+import { describe, expect, it } from "bun:test";
 import { DECIDE_WINDOW_MS } from "../../src/deps";
 import { basicDocument } from "../fixtures/documents";
-import { emptyServerDatabase } from "../helpers/databases";
-import { type Harness, seedSite, startHarness } from "../helpers/harness";
-import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy";
 import { until } from "../helpers/wait";
+import { outageWorld } from "./outage-world";
 
 const serverUrl = process.env.DATABASE_URL;
 
@@ -28,37 +25,25 @@ const p99 = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.ceil(ms.length 
  * connection and within the read deadline while Postgres hangs.
  */
 describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through a proxy that fails on demand)", () => {
-  let proxy: TcpProxy;
-  let scratch: { url: string; drop(): Promise<void> };
-  let database: Database;
-  let h: Harness;
   const keys: string[] = [];
   const readers = Array.from({ length: 12 }, (_, i) => `warm-${i}`);
-
-  beforeAll(async () => {
-    scratch = await emptyServerDatabase();
-    proxy = await startTcpProxy("127.0.0.1", Number(new URL(scratch.url).port || 5432));
-    const { openDatabase } = await import("../../db/client");
-    database = await openDatabase({ url: proxy.url(scratch.url), hangMs: DEADLINE_MS });
-    h = await startHarness(database, { config: { SVC_READ_DEADLINE_MS: String(DEADLINE_MS) } });
-    keys.push((await seedSite(h, "news", basicDocument())).key);
-    for (const name of ["second", "third"]) {
-      const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name });
-      keys.push(((await issued.json()) as { key: string }).key);
-    }
-  }, 60_000);
-  afterAll(async () => {
-    await proxy.set("forward");
-    await h.stop();
-    await database.close();
-    await proxy.close();
-    await scratch.drop();
-  }, 60_000);
+  const w = outageWorld({
+    document: basicDocument(),
+    hangMs: DEADLINE_MS,
+    config: { SVC_READ_DEADLINE_MS: String(DEADLINE_MS) },
+    prepare: async ({ h, key }) => {
+      keys.push(key);
+      for (const name of ["second", "third"]) {
+        const issued = await h.admin("POST", "/admin/tenants/default/sites/news/keys", { name });
+        keys.push(((await issued.json()) as { key: string }).key);
+      }
+    },
+  });
 
   /** `teaser` ticks a count meter of 2 calls a day: a warm reader's next call is admitted by the store. */
   const decide = async (key: string, deviceId: string) => {
     const started = performance.now();
-    const res = await h.request("POST", "/v1/decide", {
+    const res = await w.h.request("POST", "/v1/decide", {
       headers: { "x-svc-site-id": "news", authorization: `Bearer ${key}` },
       body: { features: ["teaser", "section"], deviceId },
     });
@@ -67,7 +52,7 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
 
   /** Starts the next rate window (every key claims afresh), then each key's warm readers at once. */
   const windowOfWarmReaders = async () => {
-    h.clock.advance(DECIDE_WINDOW_MS);
+    w.h.clock.advance(DECIDE_WINDOW_MS);
     const answers: Awaited<ReturnType<typeof decide>>[] = [];
     for (const key of keys) answers.push(...(await Promise.all(readers.map((reader) => decide(key, reader)))));
     return answers;
@@ -77,7 +62,7 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
   const bound = () => Math.min(DEADLINE_MS / 4, Math.max(WARM_P99_MS, 3 * calm));
 
   it("answers warm readers without waiting when connections are refused, also at each window's start", async () => {
-    h.clock.set(Math.ceil(h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
+    w.h.clock.set(Math.ceil(w.h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
     // Warm: held in memory, one call of the count meter spent (the next is an admission).
     for (const key of keys) for (const reader of readers) expect((await decide(key, reader)).status).toBe(200);
     // The baseline: the same bursts with Postgres up, within a window (what the machine allows).
@@ -88,8 +73,8 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
       }
     }
     calm = p99(up);
-    h.clock.set(Math.ceil(h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
-    await proxy.set("cut");
+    w.h.clock.set(Math.ceil(w.h.clock.now() / DECIDE_WINDOW_MS) * DECIDE_WINDOW_MS + 1_000);
+    await w.proxy.set("cut");
     const warm: number[] = [];
     for (let w = 0; w < 5; w++) {
       for (const answer of await windowOfWarmReaders()) {
@@ -106,20 +91,20 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
       expect(cold.retryAfter).toBe("2");
       expect(cold.ms).toBeLessThan(DEADLINE_MS / 4);
     }
-    expect(database.gate?.down).toBe(true);
+    expect(w.database.gate?.down).toBe(true);
   }, 60_000);
 
   it("once Postgres hangs: 503 within the read deadline, then at once, and warm readers without waiting", async () => {
-    await proxy.set("forward");
-    await waitUntil(() => database.gate?.down === false);
+    await w.proxy.set("forward");
+    await waitUntil(() => w.database.gate?.down === false);
     // Back: a cold reader is read again (this also warms its value for nothing else).
     expect((await decide(keys[0] as string, "cold-back")).status).toBe(200);
-    await proxy.set("black-hole");
+    await w.proxy.set("black-hole");
     const first = await decide(keys[0] as string, "cold-hung-first");
     expect(first.status).toBe(503);
     expect(first.ms).toBeLessThan(DEADLINE_MS * 1.5);
     // The gate closes once the server answered nothing (nor a `select 1`) for the deadline.
-    await waitUntil(() => database.gate?.down === true);
+    await waitUntil(() => w.database.gate?.down === true);
     const cold = await decide(keys[0] as string, "cold-hung-later");
     expect(cold.status).toBe(503);
     expect(cold.ms).toBeLessThan(DEADLINE_MS / 4);
@@ -136,13 +121,13 @@ describe.skipIf(!serverUrl)("decide in a Postgres outage (server store, through 
   it("counts again through Postgres once it answers", async () => {
     // The connections the hang swallowed are dropped (as a server restart or a reset path does):
     // one that stays open and silent holds its statements until TCP gives up (known-limits.md).
-    await proxy.set("cut");
-    await proxy.set("forward");
-    await waitUntil(() => database.gate?.down === false);
-    h.clock.advance(DECIDE_WINDOW_MS);
-    const claims = (h.deps.keyedDecideRate as { claims?: number }).claims ?? 0;
+    await w.proxy.set("cut");
+    await w.proxy.set("forward");
+    await waitUntil(() => w.database.gate?.down === false);
+    w.h.clock.advance(DECIDE_WINDOW_MS);
+    const claims = (w.h.deps.keyedDecideRate as { claims?: number }).claims ?? 0;
     expect((await decide(keys[0] as string, "cold-after")).status).toBe(200);
-    expect((h.deps.keyedDecideRate as { claims?: number }).claims).toBeGreaterThan(claims);
+    expect((w.h.deps.keyedDecideRate as { claims?: number }).claims).toBeGreaterThan(claims);
   }, 60_000);
 });
 
