@@ -1,21 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { basicDocument } from "../fixtures/documents";
+import { basicDocument, dualDocument } from "../fixtures/documents";
 import { freshDatabase, type StoreKind, storeKinds } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
 import { type Harness, OPERATOR_TOKEN, seedSite, startHarness } from "../helpers/harness";
 import { mailbox, signIn } from "../helpers/sign-in";
-
-const dualDocument = () =>
-  basicDocument({
-    identity: {
-      mode: "dual",
-      upstream: {
-        audience: "news-web",
-        signOutUrl: "https://login.example/out",
-        cookieNames: ["idp_token", "idp_refresh"],
-      },
-    },
-  });
 
 const NOT_OBJECTS = ["0", "[]", '"s"', "null", "true"];
 

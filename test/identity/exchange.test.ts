@@ -1,20 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
-import { basicDocument } from "../fixtures/documents";
+import { basicDocument, dualDocument } from "../fixtures/documents";
 import { freshDatabase } from "../helpers/databases";
 import { type FakeIdp, startFakeIdp } from "../helpers/fake-idp";
 import { type Harness, seedSite, startHarness } from "../helpers/harness";
-
-const dualDocument = () =>
-  basicDocument({
-    identity: {
-      mode: "dual",
-      upstream: {
-        audience: "news-web",
-        signOutUrl: "https://login.example/out",
-        cookieNames: ["idp_token", "idp_refresh"],
-      },
-    },
-  });
 
 const REFUSED = "That credential was not accepted.";
 
