@@ -28,6 +28,12 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
       ),
     ).map((r) => r.item);
 
+  /** Admits `calls` (subject, item, allowance) under `name` all in one turn: each answer as [outcome, before]. */
+  const admitTogether = async (name: MeterName, calls: [subject: string, item: string, allowance: number][]) =>
+    (
+      await Promise.all(calls.map(([subject, item, allowance]) => w.store.admitSeen(name, subject, item, allowance)))
+    ).map((a) => [a.outcome, a.before]);
+
   it("admits the first items up to the allowance in arrival order, in one statement", async () => {
     const keyId = await w.store.keyId(meter("articles"));
     const name = { ...meter("articles"), keyId };
@@ -50,15 +56,15 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
   it("answers an item twice in one batch as added, then a member", async () => {
     const keyId = await w.store.keyId(meter("twice"));
     const name = { ...meter("twice"), keyId };
-    const answers = await Promise.all([
-      w.store.admitSeen(name, "t1", "x", 3),
-      w.store.admitSeen(name, "t1", "y", 3),
-      w.store.admitSeen(name, "t1", "y", 3),
-      w.store.admitSeen(name, "t1", "z", 3),
-      w.store.admitSeen(name, "t1", "x", 3),
-      w.store.admitSeen(name, "t1", "w", 3),
+    const answers = await admitTogether(name, [
+      ["t1", "x", 3],
+      ["t1", "y", 3],
+      ["t1", "y", 3],
+      ["t1", "z", 3],
+      ["t1", "x", 3],
+      ["t1", "w", 3],
     ]);
-    expect(answers.map((a) => [a.outcome, a.before])).toEqual([
+    expect(answers).toEqual([
       ["added", 0],
       ["added", 1],
       ["member", 2],
@@ -73,18 +79,18 @@ describe.each(storeKinds)("seen meters' batched admissions (%s store)", (kind) =
     const keyId = await w.store.keyId(meter("changed"));
     const name = { ...meter("changed"), keyId };
     const before = w.store.seen.statements;
-    const answers = await Promise.all([
-      w.store.admitSeen(name, "c1", "a", 2),
-      w.store.admitSeen(name, "c1", "b", 2),
-      w.store.admitSeen(name, "c1", "c", 5),
-      w.store.admitSeen(name, "c1", "d", 5),
-      w.store.admitSeen(name, "c1", "e", 2),
+    const answers = await admitTogether(name, [
+      ["c1", "a", 2],
+      ["c1", "b", 2],
+      ["c1", "c", 5],
+      ["c1", "d", 5],
+      ["c1", "e", 2],
       // Refused under the smaller allowance, then let in under the larger.
-      w.store.admitSeen(name, "c2", "p", 1),
-      w.store.admitSeen(name, "c2", "q", 1),
-      w.store.admitSeen(name, "c2", "r", 2),
+      ["c2", "p", 1],
+      ["c2", "q", 1],
+      ["c2", "r", 2],
     ]);
-    expect(answers.map((a) => [a.outcome, a.before])).toEqual([
+    expect(answers).toEqual([
       ["added", 0],
       ["added", 1],
       ["added", 2],
