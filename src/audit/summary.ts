@@ -1,4 +1,5 @@
 import type { Logger } from "../logger";
+import { member, text } from "./answer";
 import type { AuditRecord } from "./model";
 import { auditWords } from "./words";
 
@@ -13,17 +14,6 @@ export interface HandledRequest {
   readonly params: Readonly<Record<string, string | undefined>>;
   readonly response: unknown;
 }
-
-const member = (value: unknown, ...path: string[]): unknown => {
-  let at = value;
-  for (const name of path) {
-    if (at === null || typeof at !== "object") return undefined;
-    at = (at as Record<string, unknown>)[name];
-  }
-  return at;
-};
-
-const text = (value: unknown): string => (typeof value === "string" || typeof value === "number" ? String(value) : "");
 
 /**
  * Summaries per action, from the answer's parts that are never secret: ids, names, versions,

@@ -1,3 +1,5 @@
+import { member, text } from "./answer";
+
 /**
  * An audit entry in words ("key 'my CMS' issued on site demo by ana@example.com"), from the
  * action's route, its parameters and the parts of its answer that are never secret (ids, names,
@@ -7,17 +9,6 @@
  */
 
 type Params = Readonly<Record<string, string | undefined>>;
-
-const member = (value: unknown, ...path: string[]): unknown => {
-  let at = value;
-  for (const name of path) {
-    if (at === null || typeof at !== "object") return undefined;
-    at = (at as Record<string, unknown>)[name];
-  }
-  return at;
-};
-
-const text = (value: unknown): string => (typeof value === "string" || typeof value === "number" ? String(value) : "");
 
 /** `key 'my CMS'`, or `a key` when the answer did not say (an entry from before words were kept). */
 const named = (noun: string, value: unknown) => {
