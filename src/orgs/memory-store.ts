@@ -5,11 +5,16 @@ import { copyRow } from "../infra/memory-rows";
 import type { Tx } from "../mail-budget/store";
 import { UnknownUser } from "../users/memory-store";
 import {
+  type Accepted,
+  type CreatedOrganization,
   claimsOf,
   type InvitationRow,
   type Invited,
   type MemberRow,
   type MembershipRow,
+  type NewInvitation,
+  type NewOrganization,
+  type OrganizationChange,
   type OrganizationRow,
   type OrgStore,
 } from "./store";
@@ -63,9 +68,9 @@ export class MemoryOrgStore implements OrgStore {
 
   async createOrganization(
     tenantId: string,
-    values: { name: string; slug: string; logo: string | null },
+    values: NewOrganization,
     ownerEmail: string,
-  ): Promise<{ organization: OrganizationRow; owner: MemberRow } | null> {
+  ): Promise<CreatedOrganization | null> {
     for (const o of this.organizations.values()) if (o.tenantId === tenantId && o.slug === values.slug) return null;
     const email = ownerEmail.trim().toLowerCase();
     const user = this.identity.users.byEmail(tenantId, email) ?? this.identity.users.insertUser(tenantId, email);
@@ -88,7 +93,7 @@ export class MemoryOrgStore implements OrgStore {
     return row?.tenantId === tenantId ? copyRow(row) : undefined;
   }
 
-  async updateOrganization(id: string, values: { name: string; logo?: string | null }): Promise<OrganizationRow> {
+  async updateOrganization(id: string, values: OrganizationChange): Promise<OrganizationRow> {
     const row = this.organizations.get(id);
     if (row === undefined) throw new Error("organization vanished");
     row.name = values.name;
@@ -155,14 +160,7 @@ export class MemoryOrgStore implements OrgStore {
   }
 
   async invite(
-    values: {
-      tenantId: string;
-      organizationId: string;
-      email: string;
-      role: string;
-      inviterId: string;
-      expiresAt: Date;
-    },
+    values: NewInvitation,
     then: (tx: Tx, done: Invited) => Promise<void> = async () => {},
   ): Promise<Invited> {
     if (!this.organizations.has(values.organizationId)) throw new Error("organization does not exist");
@@ -205,13 +203,7 @@ export class MemoryOrgStore implements OrgStore {
       .map(copyRow);
   }
 
-  async accept(
-    tenantId: string,
-    id: string,
-    email: string,
-    userId: string,
-    now: Date,
-  ): Promise<{ invitation: InvitationRow; membership: MembershipRow } | null> {
+  async accept(tenantId: string, id: string, email: string, userId: string, now: Date): Promise<Accepted | null> {
     const invitation = this.invitations.get(id);
     if (
       invitation === undefined ||

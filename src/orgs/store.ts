@@ -45,10 +45,45 @@ export function claimsOf(
   return { orgs, activeOrg };
 }
 
+/** A new organization's own values (its first owner is named apart). */
+export interface NewOrganization {
+  name: string;
+  slug: string;
+  logo: string | null;
+}
+
+/** What may change of an organization: its name, and its logo when given. */
+export interface OrganizationChange {
+  name: string;
+  logo?: string | null;
+}
+
+/** A new organization with its first owner. */
+export interface CreatedOrganization {
+  organization: OrganizationRow;
+  owner: MemberRow;
+}
+
+/** A new invitation's values: who invites which address into which organization, as what, until when. */
+export interface NewInvitation {
+  tenantId: string;
+  organizationId: string;
+  email: string;
+  role: string;
+  inviterId: string;
+  expiresAt: Date;
+}
+
 /** A new invitation and the pending one it superseded, if any. */
 export interface Invited {
   invitation: InvitationRow;
   superseded: InvitationRow | null;
+}
+
+/** An accepted invitation and the seat it gave. */
+export interface Accepted {
+  invitation: InvitationRow;
+  membership: MembershipRow;
 }
 
 /**
@@ -59,13 +94,13 @@ export interface OrgStore {
   /** A new organization with its first owner (the user created when new); null when the slug is taken in the tenant. */
   createOrganization(
     tenantId: string,
-    values: { name: string; slug: string; logo: string | null },
+    values: NewOrganization,
     ownerEmail: string,
-  ): Promise<{ organization: OrganizationRow; owner: MemberRow } | null>;
+  ): Promise<CreatedOrganization | null>;
   /** By slug. */
   listOrganizations(tenantId: string): Promise<OrganizationRow[]>;
   organization(tenantId: string, id: string): Promise<OrganizationRow | undefined>;
-  updateOrganization(id: string, values: { name: string; logo?: string | null }): Promise<OrganizationRow>;
+  updateOrganization(id: string, values: OrganizationChange): Promise<OrganizationRow>;
   membershipOf(tenantId: string, organizationId: string, userId: string): Promise<MembershipRow | undefined>;
   member(organizationId: string, by: { id: string } | { email: string }): Promise<MemberRow | undefined>;
   /** Oldest seat first. */
@@ -81,28 +116,12 @@ export interface OrgStore {
    * A new pending invitation, superseding (canceling) a pending one for the same address; `then`
    * runs once the row is in, and what it throws undoes the invitation.
    */
-  invite(
-    values: {
-      tenantId: string;
-      organizationId: string;
-      email: string;
-      role: string;
-      inviterId: string;
-      expiresAt: Date;
-    },
-    then?: (tx: Tx, done: Invited) => Promise<void>,
-  ): Promise<Invited>;
+  invite(values: NewInvitation, then?: (tx: Tx, done: Invited) => Promise<void>): Promise<Invited>;
   invitation(tenantId: string, id: string): Promise<InvitationRow | undefined>;
   /** Oldest first. */
   listInvitations(organizationId: string): Promise<InvitationRow[]>;
   /** Accepts a pending, unexpired invitation for `email` with the seat (a seated user keeps their role); null when not pending or expired. */
-  accept(
-    tenantId: string,
-    id: string,
-    email: string,
-    userId: string,
-    now: Date,
-  ): Promise<{ invitation: InvitationRow; membership: MembershipRow } | null>;
+  accept(tenantId: string, id: string, email: string, userId: string, now: Date): Promise<Accepted | null>;
   /** Moves a pending invitation to `rejected` or `canceled` (compare-and-set); null if it was not pending. */
   close(tenantId: string, id: string, status: "rejected" | "canceled", email?: string): Promise<InvitationRow | null>;
 }
@@ -139,9 +158,9 @@ export class DrizzleOrgStore implements OrgStore {
    */
   async createOrganization(
     tenantId: string,
-    values: { name: string; slug: string; logo: string | null },
+    values: NewOrganization,
     ownerEmail: string,
-  ): Promise<{ organization: OrganizationRow; owner: MemberRow } | null> {
+  ): Promise<CreatedOrganization | null> {
     const email = ownerEmail.trim().toLowerCase();
     return this.db.transaction(async (tx) => {
       const [organization] = await tx
@@ -187,7 +206,7 @@ export class DrizzleOrgStore implements OrgStore {
     return row;
   }
 
-  async updateOrganization(id: string, values: { name: string; logo?: string | null }): Promise<OrganizationRow> {
+  async updateOrganization(id: string, values: OrganizationChange): Promise<OrganizationRow> {
     const [row] = await this.db.update(organizations).set(values).where(eq(organizations.id, id)).returning();
     if (!row) throw new Error("organization vanished");
     return row;
@@ -293,19 +312,9 @@ export class DrizzleOrgStore implements OrgStore {
    * rolls the invitation back.
    */
   async invite(
-    values: {
-      tenantId: string;
-      organizationId: string;
-      email: string;
-      role: string;
-      inviterId: string;
-      expiresAt: Date;
-    },
-    then: (
-      tx: Tx,
-      done: { invitation: InvitationRow; superseded: InvitationRow | null },
-    ) => Promise<void> = async () => {},
-  ): Promise<{ invitation: InvitationRow; superseded: InvitationRow | null }> {
+    values: NewInvitation,
+    then: (tx: Tx, done: Invited) => Promise<void> = async () => {},
+  ): Promise<Invited> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const done = await this.db.transaction(async (tx) => {
         // Invites for one address take turns (released at commit), so a burst supersedes in order.
@@ -365,13 +374,7 @@ export class DrizzleOrgStore implements OrgStore {
    * seat in the same transaction (a user already seated keeps their role). Null when another
    * caller moved it first, or it expired.
    */
-  async accept(
-    tenantId: string,
-    id: string,
-    email: string,
-    userId: string,
-    now: Date,
-  ): Promise<{ invitation: InvitationRow; membership: MembershipRow } | null> {
+  async accept(tenantId: string, id: string, email: string, userId: string, now: Date): Promise<Accepted | null> {
     return this.db.transaction(async (tx) => {
       const [invitation] = await tx
         .update(invitations)
