@@ -2,7 +2,16 @@ import { randomUUID } from "node:crypto";
 import { copyRow, UniqueViolation } from "../infra/memory-rows";
 import { type MemoryUserStore, UnknownUser } from "../users/memory-store";
 import type { UserRow } from "../users/store";
-import type { ConflictRow, IdentityStore, MagicLinkRow, SessionRow } from "./store";
+import type {
+  ConflictRow,
+  IdentityStore,
+  MagicLinkRow,
+  NewConflict,
+  NewMagicLink,
+  ProfileChange,
+  SessionRow,
+  SessionWithUser,
+} from "./store";
 
 /**
  * Sessions, magic links, subject bindings and conflicts in memory, over the users of a
@@ -50,11 +59,7 @@ export class MemoryIdentityStore implements IdentityStore {
     return copyRow(row);
   }
 
-  async sessionByToken(
-    tenantId: string,
-    tokenHash: string,
-    now: Date,
-  ): Promise<{ session: SessionRow; user: UserRow } | null> {
+  async sessionByToken(tenantId: string, tokenHash: string, now: Date): Promise<SessionWithUser | null> {
     for (const session of this.sessions.values()) {
       if (session.tokenHash !== tokenHash || session.tenantId !== tenantId || !(session.expiresAt > now)) continue;
       const user = this.users.rows.get(session.userId);
@@ -82,13 +87,7 @@ export class MemoryIdentityStore implements IdentityStore {
     return ended;
   }
 
-  async createMagicLink(row: {
-    tenantId: string;
-    siteId: string;
-    email: string;
-    tokenHash: string;
-    expiresAt: Date;
-  }): Promise<void> {
+  async createMagicLink(row: NewMagicLink): Promise<void> {
     if (this.links.has(row.tokenHash)) throw new UniqueViolation("magic_links_token_idx");
     this.links.set(row.tokenHash, {
       id: randomUUID(),
@@ -154,13 +153,7 @@ export class MemoryIdentityStore implements IdentityStore {
     return copyRow(user);
   }
 
-  async recordConflict(row: {
-    tenantId: string;
-    kind: "email" | "subject";
-    userId: string;
-    collidingUserId: string;
-    value: string;
-  }): Promise<void> {
+  async recordConflict(row: NewConflict): Promise<void> {
     this.conflictRows.push({ id: randomUUID(), ...row, createdAt: this.now() });
   }
 
@@ -184,10 +177,7 @@ export class MemoryIdentityStore implements IdentityStore {
     this.onErase(userId);
   }
 
-  async updateProfile(
-    userId: string,
-    values: { name?: string; firstName?: string | null; lastName?: string | null; traits?: Record<string, unknown> },
-  ): Promise<UserRow> {
+  async updateProfile(userId: string, values: ProfileChange): Promise<UserRow> {
     const user = this.users.rows.get(userId);
     if (user === undefined) throw new Error("user vanished");
     if (values.name !== undefined) user.name = values.name;

@@ -9,6 +9,38 @@ export type SessionRow = typeof sessions.$inferSelect;
 export type MagicLinkRow = typeof magicLinks.$inferSelect;
 export type ConflictRow = typeof identityConflicts.$inferSelect;
 
+/** A live session and its user. */
+export interface SessionWithUser {
+  session: SessionRow;
+  user: UserRow;
+}
+
+/** A new magic link's values (its id is drawn by the store). */
+export interface NewMagicLink {
+  tenantId: string;
+  siteId: string;
+  email: string;
+  tokenHash: string;
+  expiresAt: Date;
+}
+
+/** A new identity conflict: the user, the other user already holding `value`, and which kind of value it is. */
+export interface NewConflict {
+  tenantId: string;
+  kind: "email" | "subject";
+  userId: string;
+  collidingUserId: string;
+  value: string;
+}
+
+/** What a profile update may set: the given fields only. */
+export interface ProfileChange {
+  name?: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  traits?: Record<string, unknown>;
+}
+
 /**
  * Sessions, magic links, upstream subject bindings and identity conflicts (and the writes to
  * users that sign-in makes): Postgres behind this interface, or the in-memory twin. A `db`
@@ -17,19 +49,12 @@ export type ConflictRow = typeof identityConflicts.$inferSelect;
 export interface IdentityStore {
   createSession(tenantId: string, userId: string, tokenHash: string, expiresAt: Date): Promise<SessionRow>;
   /** A live session (expiring after `now`) and its user, by token hash. */
-  sessionByToken(
-    tenantId: string,
-    tokenHash: string,
-    now: Date,
-  ): Promise<{ session: SessionRow; user: UserRow } | null>;
+  sessionByToken(tenantId: string, tokenHash: string, now: Date): Promise<SessionWithUser | null>;
   extendSession(id: string, expiresAt: Date): Promise<void>;
   deleteSession(id: string): Promise<void>;
   /** How many sessions were ended. */
   deleteSessionsOfUser(tenantId: string, userId: string): Promise<number>;
-  createMagicLink(
-    row: { tenantId: string; siteId: string; email: string; tokenHash: string; expiresAt: Date },
-    db?: Db,
-  ): Promise<void>;
+  createMagicLink(row: NewMagicLink, db?: Db): Promise<void>;
   /** Consumes a live magic link atomically: of concurrent consumers exactly one gets the row. */
   consumeMagicLink(tenantId: string, tokenHash: string, now: Date): Promise<MagicLinkRow | null>;
   userByEmail(tenantId: string, email: string): Promise<UserRow | undefined>;
@@ -44,20 +69,11 @@ export interface IdentityStore {
   otherUserWithEmail(tenantId: string, email: string, userId: string): Promise<UserRow | undefined>;
   /** Refused (throws) when another user of the tenant holds the address. */
   changeEmail(userId: string, email: string, verified: boolean, changedAt: Date): Promise<UserRow>;
-  recordConflict(row: {
-    tenantId: string;
-    kind: "email" | "subject";
-    userId: string;
-    collidingUserId: string;
-    value: string;
-  }): Promise<void>;
+  recordConflict(row: NewConflict): Promise<void>;
   conflicts(tenantId: string): Promise<ConflictRow[]>;
   /** Anonymises a user in place (id and record kept), ends every session, drops streaming values. */
   erase(userId: string, now: Date): Promise<void>;
-  updateProfile(
-    userId: string,
-    values: { name?: string; firstName?: string | null; lastName?: string | null; traits?: Record<string, unknown> },
-  ): Promise<UserRow>;
+  updateProfile(userId: string, values: ProfileChange): Promise<UserRow>;
 }
 
 /**
@@ -81,11 +97,7 @@ export class DrizzleIdentityStore implements IdentityStore {
   }
 
   /** A live session and its user, by token hash. */
-  async sessionByToken(
-    tenantId: string,
-    tokenHash: string,
-    now: Date,
-  ): Promise<{ session: SessionRow; user: UserRow } | null> {
+  async sessionByToken(tenantId: string, tokenHash: string, now: Date): Promise<SessionWithUser | null> {
     const [row] = await withinDeadline(
       this.db
         .select({ session: sessions, user: users })
@@ -114,16 +126,7 @@ export class DrizzleIdentityStore implements IdentityStore {
     return rows.length;
   }
 
-  async createMagicLink(
-    row: {
-      tenantId: string;
-      siteId: string;
-      email: string;
-      tokenHash: string;
-      expiresAt: Date;
-    },
-    db: Db = this.db,
-  ): Promise<void> {
+  async createMagicLink(row: NewMagicLink, db: Db = this.db): Promise<void> {
     await db.insert(magicLinks).values({ id: randomUUID(), ...row });
   }
 
@@ -232,13 +235,7 @@ export class DrizzleIdentityStore implements IdentityStore {
     return row;
   }
 
-  async recordConflict(row: {
-    tenantId: string;
-    kind: "email" | "subject";
-    userId: string;
-    collidingUserId: string;
-    value: string;
-  }): Promise<void> {
+  async recordConflict(row: NewConflict): Promise<void> {
     await this.db.insert(identityConflicts).values({ id: randomUUID(), ...row });
   }
 
@@ -267,10 +264,7 @@ export class DrizzleIdentityStore implements IdentityStore {
     });
   }
 
-  async updateProfile(
-    userId: string,
-    values: { name?: string; firstName?: string | null; lastName?: string | null; traits?: Record<string, unknown> },
-  ): Promise<UserRow> {
+  async updateProfile(userId: string, values: ProfileChange): Promise<UserRow> {
     const [row] = await this.db.update(users).set(values).where(eq(users.id, userId)).returning();
     if (!row) throw new Error("user vanished");
     return row;
