@@ -83,12 +83,7 @@ export class JobQueue {
   /** Owes one run per key, due after the kind's debounce; notices of a key already owed collapse. */
   async enqueue(kind: string, items: readonly { key: string; payload: unknown }[]): Promise<void> {
     if (items.length === 0) return;
-    const now = this.now();
-    const runAt = now + this.optionsOf(kind).debounceMs;
-    await this.store.enqueue(
-      items.map((i) => ({ kind, key: i.key, payload: i.payload, runAt })),
-      now,
-    );
+    const runAt = await this.owe(kind, items);
     this.enqueued++;
     this.quietUntil = Math.min(this.quietUntil, runAt);
   }
@@ -99,6 +94,11 @@ export class JobQueue {
    */
   async enqueueIn(tx: Db, kind: string, items: readonly { key: string; payload: unknown }[]): Promise<void> {
     if (items.length === 0) return;
+    await this.owe(kind, items, tx);
+  }
+
+  /** Writes one run per key, due after the kind's debounce (in `tx` when given); returns when they are due. */
+  private async owe(kind: string, items: readonly { key: string; payload: unknown }[], tx?: Db): Promise<number> {
     const now = this.now();
     const runAt = now + this.optionsOf(kind).debounceMs;
     await this.store.enqueue(
@@ -106,6 +106,7 @@ export class JobQueue {
       now,
       tx,
     );
+    return runAt;
   }
 
   /**
