@@ -152,18 +152,13 @@ export class Tracing implements OutsideCalls {
     return (request) => {
       const parent = (request as unknown as Record<symbol, Context | undefined>)[SPAN_CONTEXT] ?? this.current();
       const span = this.tracer.startSpan(name, { attributes: attributes(request) }, parent);
-      return this.active.run(trace.setSpan(parent, span), async () => {
-        try {
+      return this.active.run(trace.setSpan(parent, span), () =>
+        endedAfter(span, async () => {
           const response = await handle(request);
           span.setAttribute("http.response.status_code", response.status);
           return response;
-        } catch (error) {
-          failed(span, error);
-          throw error;
-        } finally {
-          span.end();
-        }
-      });
+        }),
+      );
     };
   }
 
@@ -215,17 +210,12 @@ export class Tracing implements OutsideCalls {
         this.current(),
       );
       this.propagator.inject(trace.setSpan(this.current(), span), request.headers, headerSetter);
-      try {
+      return endedAfter(span, async () => {
         const response = await fetch(request);
         span.setAttribute("http.response.status_code", response.status);
         if (response.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
         return response;
-      } catch (error) {
-        failed(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
+      });
     };
     return traced;
   }
@@ -237,16 +227,7 @@ export class Tracing implements OutsideCalls {
       { kind: SpanKind.CLIENT, attributes: { "peer.service": service } },
       parent,
     );
-    return this.active.run(trace.setSpan(parent, span), async () => {
-      try {
-        return await run();
-      } catch (error) {
-        failed(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
-    });
+    return this.active.run(trace.setSpan(parent, span), () => endedAfter(span, run));
   }
 
   /**
@@ -307,6 +288,18 @@ function operationOf(text: string): string {
 
 function failed(span: Span, error: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : "error" });
+}
+
+/** Awaits `run`, marking `span` failed when it throws; ends the span either way. */
+async function endedAfter<T>(span: Span, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    failed(span, error);
+    throw error;
+  } finally {
+    span.end();
+  }
 }
 
 /** Headers as the propagator's carrier (read by lower-case name, as it asks). */
