@@ -1,7 +1,7 @@
 import { copyRow, UniqueViolation } from "../infra/memory-rows";
 import { type MemoryUserStore, UnknownUser } from "../users/memory-store";
 import { isUserId } from "../users/store";
-import type { ConfirmationRow, ConsentProof, NewsletterStore, StandingRow, StandingWrite } from "./store";
+import type { ConfirmationRow, ConsentProof, NewsletterStore, StandingRow, StandingWrite, UserStanding } from "./store";
 
 interface HeldStanding extends StandingRow {
   readonly tenantId: string;
@@ -44,10 +44,7 @@ export class MemoryNewsletterStore implements NewsletterStore {
       .map(MemoryNewsletterStore.standing);
   }
 
-  async standingsOfUsers(
-    tenantId: string,
-    userIds: readonly string[],
-  ): Promise<{ userId: string; listId: string; status: string; pendingUntil: Date | null }[]> {
+  async standingsOfUsers(tenantId: string, userIds: readonly string[]): Promise<UserStanding[]> {
     const wanted = new Set(userIds.filter(isUserId));
     return [...this.rows.values()]
       .filter((r) => r.tenantId === tenantId && wanted.has(r.userId))

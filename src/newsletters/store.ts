@@ -32,6 +32,14 @@ export interface StandingWrite {
   readonly pendingUntil: Date | null;
 }
 
+/** One user's standing on one list, as `standingsOfUsers` answers it. */
+export interface UserStanding {
+  userId: string;
+  listId: string;
+  status: string;
+  pendingUntil: Date | null;
+}
+
 export interface ConfirmationRow {
   readonly tokenHash: string;
   readonly tenantId: string;
@@ -61,10 +69,7 @@ export interface NewsletterStore {
   /** A user's standings on the given lists (every list of the user when `listIds` is omitted). */
   standings(tenantId: string, userId: string, listIds?: readonly string[]): Promise<StandingRow[]>;
   /** The standings of several users (ids that are not uuids are skipped). */
-  standingsOfUsers(
-    tenantId: string,
-    userIds: readonly string[],
-  ): Promise<{ userId: string; listId: string; status: string; pendingUntil: Date | null }[]>;
+  standingsOfUsers(tenantId: string, userIds: readonly string[]): Promise<UserStanding[]>;
   /** Writes standings (upsert); consent proof is kept until a new confirmation replaces it. */
   write(
     tenantId: string,
@@ -116,10 +121,7 @@ export class DrizzleNewsletterStore implements NewsletterStore {
   }
 
   /** The standings of several users (the fact cache's batched misses). */
-  async standingsOfUsers(
-    tenantId: string,
-    userIds: readonly string[],
-  ): Promise<{ userId: string; listId: string; status: string; pendingUntil: Date | null }[]> {
+  async standingsOfUsers(tenantId: string, userIds: readonly string[]): Promise<UserStanding[]> {
     const ids = userIds.filter(isUserId);
     if (ids.length === 0) return [];
     return this.db
