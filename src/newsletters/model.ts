@@ -36,16 +36,21 @@ export interface SubscriptionJson {
   status: string;
 }
 
+/** What both answers below say of a list itself (ListJson's and SubscriptionJson's first fields). */
+const listFields = {
+  id: t.String({ format: "uuid" }),
+  slug: t.String(),
+  label: t.String(),
+  description: t.Union([t.String(), t.Null()]),
+};
+
 /** GET /v1/newsletters/lists: the site's deployed lists. */
 export const ListsAnswer = t.Object(
   {
     lists: t.Array(
       t.Object(
         {
-          id: t.String({ format: "uuid" }),
-          slug: t.String(),
-          label: t.String(),
-          description: t.Union([t.String(), t.Null()]),
+          ...listFields,
           doubleOptIn: t.Boolean(),
         },
         { additionalProperties: true },
@@ -61,10 +66,7 @@ export const SubscriptionsAnswer = t.Object(
     subscriptions: t.Array(
       t.Object(
         {
-          id: t.String({ format: "uuid" }),
-          slug: t.String(),
-          label: t.String(),
-          description: t.Union([t.String(), t.Null()]),
+          ...listFields,
           status: t.String({ description: "subscribed, unsubscribed, pending, unknown (open set)." }),
         },
         { additionalProperties: true },
