@@ -12,6 +12,7 @@ import {
   type SiteStore,
   type SiteWithDocuments,
   type StoredDocument,
+  type TenantIdentityProvider,
   type TenantRow,
 } from "./store";
 
@@ -125,7 +126,7 @@ export class MemorySiteStore implements SiteStore {
     return tenant !== undefined;
   }
 
-  async setIdentityProvider(tenantId: string, idp: { issuer: string; jwksUrl: string } | null): Promise<boolean> {
+  async setIdentityProvider(tenantId: string, idp: TenantIdentityProvider | null): Promise<boolean> {
     const tenant = this.tenants.get(tenantId);
     if (tenant === undefined) return false;
     tenant.idpIssuer = idp?.issuer ?? null;

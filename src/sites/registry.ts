@@ -2,7 +2,7 @@ import { type CompiledSite, compileSite } from "../core/compile";
 import { validateSiteDocument } from "../core/document";
 import type { Logger } from "../logger";
 import { withSecrets } from "./content-keys";
-import type { SiteStore, SiteWithDocuments, TenantRow } from "./store";
+import type { SiteStore, SiteWithDocuments, TenantIdentityProvider, TenantRow } from "./store";
 
 /** A site as the hot path sees it: compiled documents, swapped whole on change. */
 export interface SiteState {
@@ -26,7 +26,7 @@ export class SiteRegistry {
   private hosts = new Map<string, string>();
   private tenantIds = new Set<string>();
   private defaultTenant: string | null = null;
-  private identityProviders = new Map<string, { issuer: string; jwksUrl: string }>();
+  private identityProviders = new Map<string, TenantIdentityProvider>();
   private publicUrls = new Map<string, string>();
   /** Sites by tenant, then by id (two lookups of the strings as sent, no key joined per request). */
   private readonly sites = new Map<string, Map<string, SiteState>>();
@@ -85,7 +85,7 @@ export class SiteRegistry {
   }
 
   /** The tenant's upstream identity provider, or null when none is connected. */
-  identityProvider(tenantId: string): { issuer: string; jwksUrl: string } | null {
+  identityProvider(tenantId: string): TenantIdentityProvider | null {
     return this.identityProviders.get(tenantId) ?? null;
   }
 

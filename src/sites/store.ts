@@ -14,11 +14,17 @@ import {
 import { withNewsletterIds } from "./newsletter-list-ids";
 import { withoutSecrets } from "./source-secrets";
 
+/** A tenant's upstream identity provider: who issues its readers' tokens, and where its keys are. */
+export interface TenantIdentityProvider {
+  issuer: string;
+  jwksUrl: string;
+}
+
 export interface TenantRow {
   id: string;
   isDefault: boolean;
   hosts: string[];
-  identityProvider: { issuer: string; jwksUrl: string } | null;
+  identityProvider: TenantIdentityProvider | null;
   /** The origin links in this tenant's mail are built on; null when not configured. */
   publicUrl: string | null;
 }
@@ -86,7 +92,7 @@ export interface SiteStore {
   /** Sets (or, with null, clears) the origin the tenant's mailed links are built on; false: no such tenant. */
   setPublicUrl(tenantId: string, publicUrl: string | null): Promise<boolean>;
   /** Connects (or, with null, disconnects) the tenant's upstream identity provider; false: no such tenant. */
-  setIdentityProvider(tenantId: string, idp: { issuer: string; jwksUrl: string } | null): Promise<boolean>;
+  setIdentityProvider(tenantId: string, idp: TenantIdentityProvider | null): Promise<boolean>;
   /**
    * Creates a tenant with its host names and public URL; optionally makes it the default tenant
    * (and no other). A host already taken refuses it before an existing id does; nothing is written
@@ -198,7 +204,7 @@ export class DrizzleSiteStore implements SiteStore {
   }
 
   /** Connects (or, with null, disconnects) the tenant's upstream identity provider. */
-  async setIdentityProvider(tenantId: string, idp: { issuer: string; jwksUrl: string } | null): Promise<boolean> {
+  async setIdentityProvider(tenantId: string, idp: TenantIdentityProvider | null): Promise<boolean> {
     const rows = await this.db
       .update(tenants)
       .set({ idpIssuer: idp?.issuer ?? null, idpJwksUrl: idp?.jwksUrl ?? null })
