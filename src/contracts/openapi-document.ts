@@ -1,4 +1,4 @@
-import { toOpenAPISchema } from "@elysiajs/openapi";
+import type * as ElysiaOpenApi from "@elysiajs/openapi";
 import type { AnyElysia, TSchema } from "elysia";
 import { ExplainAnswer } from "../decide/explain-model";
 import { DecideAnswer, DecideBody, DecisionEntry, KEYED_DECIDE_PATH } from "../decide/model";
@@ -7,6 +7,17 @@ import { InterventionEventData } from "../interventions/model";
 import { OfrepFailure, OfrepSuccess } from "../ofrep/model";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import { type Credential, contractKey, isMirror, ROUTE_CONTRACTS, type RouteContract } from "./route-contracts";
+
+/**
+ * The generator, loaded on the first description asked for rather than at start, as the outside
+ * services' clients are: it holds about 450 functions of its own, and every function a process
+ * holds lengthens each young collection of the thread that answers keyed decide
+ * (docs/performance.md, "What keyed decide costs"), whether the API's description is ever read.
+ * Its ES module build, by path: a bare `require` would take its CommonJS build, and with it a
+ * second copy of TypeBox and Elysia beside the ones the app already runs on.
+ */
+const generator = (): typeof ElysiaOpenApi =>
+  require(Bun.resolveSync("@elysiajs/openapi", import.meta.dir)) as typeof ElysiaOpenApi;
 
 type Json = Record<string, unknown>;
 
@@ -149,7 +160,7 @@ interface RouteEntry {
  * contracts do not describe.
  */
 export function describeApi(app: AnyElysia): Json {
-  const generated = toOpenAPISchema(app, undefined, undefined, undefined, "3.1.0");
+  const generated = generator().toOpenAPISchema(app, undefined, undefined, undefined, "3.1.0");
   const generatedPaths = plainIntegers(clone(generated.paths)) as Record<string, Record<string, Json>>;
   const schemas: Record<string, Json> = {
     ErrorEnvelope: ERROR_ENVELOPE,
