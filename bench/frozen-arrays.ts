@@ -10,8 +10,18 @@
  */
 import { jscDescribe } from "bun:jsc";
 
-const CALLS = Number(process.env.CALLS ?? 2_000_000);
-const rounds = Number(process.env.ROUNDS ?? 3);
+/** A positive whole count from the environment, or the default; anything else stops the run. */
+function countOf(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    console.error(`${name} must be a whole number of at least 1 (got "${raw}")`);
+    process.exit(2);
+  }
+  return value;
+}
+const CALLS = countOf("CALLS", 2_000_000);
+const rounds = countOf("ROUNDS", 3);
 const make = () => ["alpha", "beta", "gamma", "delta", "epsilon"].map((s) => `${s}`);
 const kinds: [string, (a: string[]) => readonly string[]][] = [
   ["plain", (a) => a],

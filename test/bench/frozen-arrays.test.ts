@@ -22,4 +22,18 @@ describe("bench/frozen-arrays.ts", () => {
     ]);
     expect(stdout).toContain("(median of 1 rounds of 2,000 calls, 5 strings an array)");
   });
+
+  it.each([
+    ["ROUNDS", "0"],
+    ["ROUNDS", "three"],
+    ["CALLS", "-5"],
+    ["CALLS", "1.5"],
+  ])("refuses %s=%p with a message and measures nothing", async (name, value) => {
+    const { code, stdout, stderr } = await runBun(["bench/frozen-arrays.ts"], {
+      PATH: process.env.PATH ?? "",
+      [name]: value,
+    });
+    expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
+    expect(stderr).toContain(`${name} must be a whole number of at least 1 (got "${value}")`);
+  });
 });
