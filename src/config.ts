@@ -74,6 +74,11 @@ export interface Config {
    */
   readonly httpServer: "h1" | "node" | "bun";
   /**
+   * `on` (SVC_DECIDE_THREAD): the h1 transport and keyed decide run in a thread of their own
+   * (src/decide-thread), every other request is handed to this one; `off` (default): one thread.
+   */
+  readonly decideThread: boolean;
+  /**
    * How long at least a keep-alive connection with nothing in flight stays open
    * (SVC_HTTP_IDLE_TIMEOUT_MS, 10 s; up to 250 s, within `Bun.serve`'s 255). Behind a proxy or load
    * balancer that keeps its own idle connections to the service, it must be longer than the
@@ -217,6 +222,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (httpServer !== "h1" && httpServer !== "node" && httpServer !== "bun") {
     throw new ConfigError("SVC_HTTP_SERVER", `must be h1, node or bun (got "${httpServer}")`);
   }
+  const decideThreadRaw = env.SVC_DECIDE_THREAD || "off";
+  if (decideThreadRaw !== "on" && decideThreadRaw !== "off") {
+    throw new ConfigError("SVC_DECIDE_THREAD", `must be on or off (got "${decideThreadRaw}")`);
+  }
+  if (decideThreadRaw === "on" && httpServer !== "h1") {
+    throw new ConfigError("SVC_DECIDE_THREAD", "needs SVC_HTTP_SERVER=h1");
+  }
   const accessLogRaw = env.SVC_ACCESS_LOG;
   if (accessLogRaw !== undefined && accessLogRaw !== "" && !["0", "1", "true", "false"].includes(accessLogRaw)) {
     throw new ConfigError("SVC_ACCESS_LOG", "must be 1, 0, true or false");
@@ -268,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
     recommendationsSitePerMinute: intVar(env, "SVC_RECOMMENDATIONS_SITE_PER_MINUTE", 6000, 1, 10_000_000),
     runtimeThreads,
     httpServer,
+    decideThread: decideThreadRaw === "on",
     httpIdleTimeoutMs: intVar(env, "SVC_HTTP_IDLE_TIMEOUT_MS", 10_000, 1_000, 250_000),
     readDeadlineMs: intVar(env, "SVC_READ_DEADLINE_MS", 1000, 10, 60_000),
     impactSampleEvery: intVar(env, "SVC_IMPACT_SAMPLE_EVERY", 32, 0, 1_000_000),

@@ -58,7 +58,7 @@ import { UserFactsCache } from "./users/facts-cache";
 import { DrizzleUserStore, type UserStore } from "./users/store";
 
 /** Keyed decide: 2,000 requests per fixed 10-second window per key. */
-const KEYED_DECIDE_LIMIT = 2_000;
+export const KEYED_DECIDE_LIMIT = 2_000;
 /** Browser decide and forward: 200 requests per 10 seconds per client per site. */
 export const BROWSER_LIMIT = 200;
 export const DECIDE_WINDOW_MS = 10_000;
@@ -135,6 +135,8 @@ export interface Deps {
   readonly impact: ImpactSamples;
   /** `started`: startDeps loaded documents and keys and started the timers (for /ready). */
   readonly lifecycle: { started: boolean };
+  /** Told of each change after this process applied it (the request thread's copy follows). */
+  readonly changeListeners: ((change: Change) => void)[];
 }
 
 export interface DepsOverrides {
@@ -216,7 +218,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     key: (change) => keys.onKeyChanged(change.subject),
     newsletters: (change) => newsletters.facts.invalidate(change.tenantId, change.subject),
   };
-  const changes = changeFeed(database, onChange, interventions, logger, overrides.pollMs);
+  const changeListeners: ((change: Change) => void)[] = [];
+  const changes = changeFeed(database, onChange, changeListeners, interventions, logger, overrides.pollMs);
   const keys = new KeyService(keyStore, keyUsage, changes, config.readDeadlineMs);
 
   const outbox = createOutbox({ db, kind, config, logger, now, transport: overrides.mailTransport });
@@ -299,6 +302,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     requests: new RequestStats(logger, config.accessLog, clients),
     clients,
     lifecycle: { started: false },
+    changeListeners,
     config,
     logger,
     tracing,
@@ -404,6 +408,7 @@ function decideDeps(
 function changeFeed(
   database: Database,
   handlers: ChangeHandlers,
+  listeners: readonly ((change: Change) => void)[],
   interventions: InterventionHub,
   logger: Logger,
   pollMs = database.kind === "embedded" ? 0 : 1000,
@@ -412,6 +417,7 @@ function changeFeed(
     const before = interventions.before(change);
     try {
       await handlers[change.topic]?.(change);
+      for (const listener of listeners) listener(change);
     } finally {
       interventions.onChange(change, before);
     }

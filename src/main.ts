@@ -6,6 +6,7 @@ import { keepFilesPrivate } from "../db/private-files";
 import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { signContentPayload } from "./core/verifier";
+import { startDecideThread } from "./decide-thread/start";
 import { createDeps, startDeps, stopDeps } from "./deps";
 import { errorText } from "./infra/error-text";
 import { createLogger, type Logger } from "./logger";
@@ -72,7 +73,11 @@ async function serve(): Promise<void> {
   );
   opened = true;
   await startDeps(deps);
-  const app = listen(createApp(deps), deps);
+  // With tracing on, every request is served here (a span per request needs the app's thread).
+  const app =
+    config.decideThread && deps.tracing === null
+      ? await startDecideThread(createApp(deps), deps)
+      : listen(createApp(deps), deps);
   const port = app.server?.port ?? config.port;
   deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir, pid: process.pid });
   const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;

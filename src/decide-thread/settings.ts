@@ -1,0 +1,46 @@
+import type { Config } from "../config";
+
+/** What the request thread is told at start (src/decide-thread/thread.ts): plain data only. */
+export interface ThreadSettings {
+  readonly port: number;
+  readonly host: string;
+  /** The embedded store (one process, exact in memory) or a server (admissions, leases). */
+  readonly embedded: boolean;
+  readonly maxBodyBytes: number;
+  readonly keepAliveMs: number;
+  readonly igluVendor: string;
+  readonly readDeadlineMs: number;
+  readonly meterEntries: number;
+  readonly flushIntervalMs: number;
+  readonly statsFlushIntervalMs: number;
+  readonly impactSampleEvery: number;
+  readonly secret: string;
+  readonly keyedDecideLimit: number;
+  readonly decideWindowMs: number;
+}
+
+/** A change the main thread applied, passed on as it came (src/changes/change-feed.ts). */
+export interface ThreadChange {
+  readonly topic: string;
+  readonly tenantId: string;
+  readonly subject: string;
+}
+
+export function threadSettingsOf(
+  config: Config,
+  input: { port: number; embedded: boolean; keyedDecideLimit: number; decideWindowMs: number },
+): ThreadSettings {
+  return {
+    ...input,
+    host: config.host,
+    maxBodyBytes: config.maxBodyBytes,
+    keepAliveMs: config.httpIdleTimeoutMs,
+    igluVendor: config.igluVendor,
+    readDeadlineMs: config.readDeadlineMs,
+    meterEntries: config.meterEntries,
+    flushIntervalMs: config.flushIntervalMs,
+    statsFlushIntervalMs: config.statsFlushIntervalMs,
+    impactSampleEvery: config.impactSampleEvery,
+    secret: config.secret,
+  };
+}

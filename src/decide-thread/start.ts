@@ -1,0 +1,90 @@
+import { DrizzleMeterStore } from "../counters/meter-store";
+import { DrizzleLeaseStore } from "../counters/quota-leases";
+import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
+import type { NodeServerHandle } from "../http/node-server";
+import { errorText, stackFrames } from "../infra/error-text";
+import type { Logger } from "../logger";
+import { Channel } from "./channel";
+import { type Peer, serveForwarded } from "./forward";
+import { threadSettingsOf } from "./settings";
+
+type Served = { fetch: (request: Request) => Response | Promise<Response>; server: unknown };
+
+/**
+ * Starts the request thread (thread.ts) in front of `app`: it listens on the configured port,
+ * answers keyed decide itself and hands every other request to `app` here. This thread serves it
+ * the stores it reads and writes, passes on every change the feed applies, and writes the lines
+ * it logs. `app.server` becomes the thread's listener as the app sees it (its port and each
+ * forwarded request's peer); stopping it stops the thread, which writes its counts first.
+ */
+export async function startDecideThread<A extends Served>(app: A, deps: Deps, port = deps.config.port): Promise<A> {
+  const worker = new Worker(new URL("./thread.ts", import.meta.url).href);
+  const channel = new Channel(worker);
+  worker.addEventListener("error", (event) => {
+    deps.logger.error("the request thread failed", { error: event.message });
+    channel.close(new Error(`the request thread failed: ${event.message}`));
+  });
+  const { db } = deps.database;
+  channel.serve("sites", deps.siteStore);
+  channel.serve("keys", deps.keyStore);
+  channel.serve("meters", new DrizzleMeterStore(db, deps.config.readDeadlineMs));
+  channel.serve("insight", deps.insightDeps.insight);
+  channel.serve("users", deps.users);
+  channel.serve("streaming", deps.streamingStore);
+  channel.serve("gifts", deps.giftStore);
+  channel.serve("newsletters", deps.newsletters.store);
+  channel.serve("leases", new DrizzleLeaseStore(db, DECIDE_WINDOW_MS));
+  channel.on("log", (payload) => logLine(deps.logger, payload as LogLine));
+  channel.on("gift-redeemed", (payload) => {
+    const { tenantId, giftId } = payload as { tenantId: string; giftId: string };
+    deps.changes.publish({ topic: "gift", tenantId, subject: giftId }).catch((error: unknown) => {
+      deps.logger.warn("publishing a gift redemption failed", { error: errorText(error) });
+    });
+  });
+  deps.changeListeners.push((change) => {
+    const { topic, tenantId, subject } = change;
+    channel.call("thread", "change", [{ topic, tenantId, subject }]).catch((error: unknown) => {
+      deps.logger.error("the request thread did not apply a change", { topic, error: errorText(error) });
+    });
+  });
+  const peers = new WeakMap<Request, Peer>();
+  serveForwarded(
+    channel,
+    (request) => app.fetch(request),
+    peers,
+    (error) => {
+      deps.logger.error("unhandled server error", { error: errorText(error), stack: stackFrames(error) });
+    },
+  );
+  const settings = threadSettingsOf(deps.config, {
+    port,
+    embedded: deps.database.kind === "embedded",
+    keyedDecideLimit: KEYED_DECIDE_LIMIT,
+    decideWindowMs: DECIDE_WINDOW_MS,
+  });
+  const started = await channel.call<{ port: number }>("thread", "start", [settings]);
+  const handle: NodeServerHandle = {
+    port: started.port,
+    hostname: deps.config.host,
+    requestIP: (request) => peers.get(request) ?? null,
+    async stop() {
+      await channel.call("thread", "stop", []);
+      worker.terminate();
+    },
+  };
+  app.server = handle;
+  return app;
+}
+
+interface LogLine {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly message: string;
+  readonly fields?: Record<string, unknown>;
+  /** A warning the thread logs at most once per this many ms (`warnAtMostEvery`). */
+  readonly intervalMs?: number;
+}
+
+function logLine(logger: Logger, line: LogLine): void {
+  if (line.intervalMs !== undefined) logger.warnAtMostEvery(line.intervalMs, line.message, line.fields);
+  else logger[line.level](line.message, line.fields);
+}
