@@ -21,8 +21,11 @@ export async function startDecideThread<A extends Served>(app: A, deps: Deps, po
   const worker = new Worker(new URL("./thread.ts", import.meta.url).href);
   const channel = new Channel(worker);
   worker.addEventListener("error", (event) => {
-    deps.logger.error("the request thread failed", { error: event.message });
+    // The thread held the listening socket: without it the process answers nothing, so it ends
+    // and its supervisor starts it again (as a cluster's primary restarts a worker that died).
+    deps.logger.error("the request thread failed; exiting", { error: event.message });
     channel.close(new Error(`the request thread failed: ${event.message}`));
+    process.exit(1);
   });
   const { db } = deps.database;
   channel.serve("sites", deps.siteStore);

@@ -14,7 +14,7 @@ import type { ChangeFeed } from "../changes/change-feed";
 import type { DecisionCountSink } from "../counters/decision-counts";
 import { DecisionCounts } from "../counters/decision-counts";
 import { Flusher } from "../counters/flusher";
-import { MeterCounters, type MeterStore } from "../counters/meter-counters";
+import { MeterCounters } from "../counters/meter-counters";
 import { type KeyedRate, type LeaseStore, QuotaLeases } from "../counters/quota-leases";
 import { RateWindows } from "../counters/rate-windows";
 import { createDecisionEngine } from "../decide/engine";
@@ -42,6 +42,7 @@ import { UserFactsCache } from "../users/facts-cache";
 import type { UserStore } from "../users/store";
 import { Channel, remoteOf } from "./channel";
 import { forwarder } from "./forward";
+import { remoteMeterStore } from "./remote-meters";
 import type { ThreadChange, ThreadSettings } from "./settings";
 
 declare const self: Worker;
@@ -66,7 +67,7 @@ async function start(settings: ThreadSettings) {
   // Keys are issued and revoked on the main thread: this thread only reads them.
   const noPublishing = { publish: () => Promise.reject(new Error("the request thread publishes no change")) };
   const keys = new KeyService(keyStore, keyUsage, noPublishing as unknown as ChangeFeed, settings.readDeadlineMs);
-  const meters = new MeterCounters(remoteOf<MeterStore>(channel, "meters"), {
+  const meters = new MeterCounters(remoteMeterStore(channel), {
     maxEntries: settings.meterEntries,
     exclusiveWriter: settings.embedded,
     exact: !settings.embedded,

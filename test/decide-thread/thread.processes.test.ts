@@ -1,0 +1,147 @@
+/**
+ * The request thread (SVC_DECIDE_THREAD=on, src/decide-thread) in a real server process on the
+ * embedded store: keyed decide answered by the thread from state the main thread's changes keep
+ * current, every other request answered by the app through it, pipelined requests of both kinds
+ * answered in order, and the thread's meter counts written before a graceful stop ends.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "bun:test";
+import { connect } from "node:net";
+import { OPERATOR_TOKEN } from "../helpers/harness";
+import { type ServerProcess, startServerProcess } from "../helpers/process";
+import { scratchDir } from "../helpers/scratch-dirs";
+import { within } from "../helpers/second-process";
+
+const DOCUMENT = {
+  schemaVersion: 1,
+  identity: { mode: "svc_only" },
+  allowedOrigins: [],
+  contentKeys: [{ id: "k1", secret: "content-secret-one" }],
+  meters: { free: { kind: "count", allowance: 3, period: "forever", timeZone: "UTC" } },
+  features: {
+    paywall: {
+      purpose: "decision",
+      outcomes: { open: { type: "allow" }, wall: { type: "deny" } },
+      rules: [{ when: { meter: "free", remaining: { gt: 0 } }, then: "open", tick: ["free"] }],
+      default: "wall",
+      onError: "wall",
+    },
+  },
+};
+
+const dataDir = scratchDir("svc-decide-thread-");
+const env = {
+  SVC_OPERATOR_TOKEN: OPERATOR_TOKEN,
+  SVC_SECRET: "decide-thread-test-secret-0123456789",
+  SVC_DECIDE_THREAD: "on",
+  SVC_SEED_DEMO: "0",
+  SVC_DATA_DIR: dataDir,
+};
+let server: ServerProcess;
+let key = { key: "", id: "" };
+
+async function admin(path: string, body: unknown) {
+  const response = await fetch(`${server.url}/admin${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(response.status).toBeLessThan(300);
+  return response.json();
+}
+
+function decide(deviceId: string, apiKey = key.key) {
+  return fetch(`${server.url}/v1/decide`, {
+    method: "POST",
+    headers: { "x-svc-site-id": "news", authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ features: ["paywall"], deviceId }),
+  });
+}
+
+async function outcome(deviceId: string): Promise<string> {
+  const response = await decide(deviceId);
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { decisions: { paywall: { outcome: string } } };
+  return body.decisions.paywall.outcome;
+}
+
+beforeAll(async () => {
+  server = await startServerProcess(env);
+  await admin("/tenants", { id: "default", default: true });
+  await admin("/tenants/default/sites", { id: "news" });
+  await admin("/tenants/default/sites/news/deploy", { document: DOCUMENT });
+  const issued = (await admin("/tenants/default/sites/news/keys", { name: "thread" })) as {
+    key: string;
+    id: string;
+  };
+  key = { key: issued.key, id: issued.id };
+  // The site and key reach the thread as changes the main thread passes on.
+  await within(10_000, async () => (await decide("warm-up")).status === 200);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop("SIGKILL");
+});
+
+describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
+  it("decides keyed requests with the reader's meter, and the app answers the rest through it", async () => {
+    expect([await outcome("d-1"), await outcome("d-1"), await outcome("d-1"), await outcome("d-1")]).toEqual([
+      "open",
+      "open",
+      "open",
+      "wall",
+    ]);
+    const health = await fetch(`${server.url}/health`, { headers: { "x-request-id": "thread-test-1" } });
+    expect(health.status).toBe(200);
+    expect(health.headers.get("x-request-id")).toBe("thread-test-1");
+    // The app's envelope names the id the thread's transport wrote in the header.
+    const missing = await fetch(`${server.url}/no-such-route`, { headers: { "x-request-id": "thread-test-2" } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("x-request-id")).toBe("thread-test-2");
+    expect(((await missing.json()) as { error: { requestId: string } }).error.requestId).toBe("thread-test-2");
+  });
+
+  it("answers pipelined keyed and forwarded requests in order, on one connection", async () => {
+    const body = JSON.stringify({ features: ["paywall"], deviceId: "d-1" });
+    const keyed =
+      `POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nx-svc-site-id: news\r\nauthorization: Bearer ${key.key}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(server.port, "127.0.0.1");
+      let received = "";
+      socket.on("data", (chunk) => {
+        received += chunk.toString();
+        if ((received.match(/HTTP\/1\.1 /g) ?? []).length === 3 && received.endsWith("}")) {
+          socket.end();
+          resolve(received);
+        }
+      });
+      socket.on("error", reject);
+      socket.write(keyed + health + keyed);
+    });
+    const answers = text.split(/(?=HTTP\/1\.1 )/);
+    expect(answers).toHaveLength(3);
+    expect(answers[0]).toContain('"outcome":"wall"');
+    expect(answers[1]).toContain('{"ok":true}');
+    expect(answers[2]).toContain('"outcome":"wall"');
+  });
+
+  it("refuses a key once the main thread revokes it", async () => {
+    await admin(`/tenants/default/sites/news/keys/${key.id}/revoke`, {});
+    await within(10_000, async () => (await decide("d-9")).status === 401);
+  });
+
+  it("writes the thread's counts before a graceful stop ends: a new process reads them", async () => {
+    expect(await server.stop("SIGTERM")).toBe(0);
+    server = await startServerProcess(env);
+    const issued = (await admin("/tenants/default/sites/news/keys", { name: "thread-2" })) as {
+      key: string;
+      id: string;
+    };
+    key = { key: issued.key, id: issued.id };
+    await within(10_000, async () => (await decide("warm-up")).status === 200);
+    // d-1 was walled before the stop (its count, 3, in the store), d-2 never decided.
+    expect(await outcome("d-1")).toBe("wall");
+    expect(await outcome("d-2")).toBe("open");
+  });
+});
