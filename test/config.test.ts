@@ -45,6 +45,8 @@ describe("configuration", () => {
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "bun" }).httpServer).toBe("bun");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "node" }).httpServer).toBe("node");
     expect(loadConfig({ SVC_DATA_DIR: dir, SVC_HTTP_SERVER: "h1" }).httpServer).toBe("h1");
+    expect(loadConfig({ SVC_DATA_DIR: dir }).decideThread).toBe(false);
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_DECIDE_THREAD: "on" }).decideThread).toBe(true);
   });
 
   it("logs JSON lines unless NODE_ENV=development or SVC_LOG_FORMAT says pretty", () => {
@@ -111,6 +113,8 @@ describe("configuration", () => {
     ["SVC_RUNTIME_THREADS", "realtime"],
     ["SVC_HTTP_SERVER", "uws"],
     ["SVC_HTTP_SERVER", "H1"],
+    ["SVC_DECIDE_THREAD", "yes"],
+    ["SVC_DECIDE_THREAD", "1"],
     ["SVC_HTTP_IDLE_TIMEOUT_MS", "999"],
     ["SVC_HTTP_IDLE_TIMEOUT_MS", "250001"],
     ["SVC_HTTP_IDLE_TIMEOUT_MS", "10s"],
@@ -141,6 +145,13 @@ describe("configuration", () => {
     const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), [variable]: value });
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(variable);
+  });
+
+  it("refuses the decide thread on a transport other than h1, naming both variables", () => {
+    const attempt = () => loadConfig({ SVC_DATA_DIR: tempDir(), SVC_DECIDE_THREAD: "on", SVC_HTTP_SERVER: "node" });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow("SVC_DECIDE_THREAD");
+    expect(attempt).toThrow("SVC_HTTP_SERVER=h1");
   });
 
   it("generates the operator token and secret once, mode 0600, and reuses them", () => {
