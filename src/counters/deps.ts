@@ -2,9 +2,10 @@ import type { Database, Db } from "../../db/client";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
 import { type DecisionCountSink, DecisionCounts } from "./decision-counts";
+import { DrizzleLeaseStore } from "./drizzle-lease-store";
 import { type Flushable, Flusher } from "./flusher";
 import { MeterCounters, type MeterStore } from "./meter-counters";
-import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./quota-leases";
+import { type KeyedRate, QuotaLeases } from "./quota-leases";
 import { RateWindows } from "./rate-windows";
 
 export interface CounterDeps {
