@@ -1,8 +1,9 @@
 import { expect, it } from "bun:test";
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../db/client";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
 import { MemoryMeterStore } from "../../src/counters/memory-meter-store";
-import { DrizzleMeterStore, type MeterStore } from "../../src/counters/meter-store";
+import type { MeterStore } from "../../src/counters/meter-store";
 import { DrizzleGiftStore } from "../../src/gifts/drizzle-store";
 import { MemoryGiftStore } from "../../src/gifts/memory-store";
 import { type GiftRow, type GiftStore, REDEMPTION_METER, REDEMPTION_PERIOD } from "../../src/gifts/store";
