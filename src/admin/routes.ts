@@ -1,7 +1,7 @@
 import { type AnyElysia, Elysia } from "elysia";
 import { type AuditRecordDeps, auditRecordOf, READS_BY_POST, recordAudit } from "../audit/summary";
 import type { Config } from "../config";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { AppError } from "../infra/errors";
 import type { KeyService } from "../keys/service";
 import { adminDocumentRoutes } from "./document-routes";

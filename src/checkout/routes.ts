@@ -5,7 +5,7 @@ import type { KeyedRate } from "../counters/quota-leases";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { credentials } from "../identity/credentials";
 import { selectedSite } from "../sites/selection";
 import { originRefused } from "./errors";

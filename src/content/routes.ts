@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { credentials } from "../identity/credentials";
 import { SyncBody, SyncReply } from "./model";
 import { type ContentDeps, syncContent } from "./service";

@@ -1,7 +1,7 @@
 import { dirname, join } from "node:path";
 import { SwaggerUIRender } from "@elysiajs/openapi/swagger";
 import { type AnyElysia, Elysia, t } from "elysia";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { AppError } from "../infra/errors";
 import { describeApi, describeKeyedDecide } from "./openapi-document";
 

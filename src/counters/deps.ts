@@ -2,9 +2,11 @@ import type { Database, Db } from "../../db/client";
 import type { Config } from "../config";
 import type { Logger } from "../logger";
 import { type DecisionCountSink, DecisionCounts } from "./decision-counts";
+import { DrizzleLeaseStore } from "./drizzle-lease-store";
+import { DrizzleMeterStore } from "./drizzle-meter-store";
 import { type Flushable, Flusher } from "./flusher";
 import { MeterCounters, type MeterStore } from "./meter-counters";
-import { DrizzleLeaseStore, type KeyedRate, QuotaLeases } from "./quota-leases";
+import { type KeyedRate, QuotaLeases } from "./quota-leases";
 import { RateWindows } from "./rate-windows";
 
 export interface CounterDeps {
@@ -34,12 +36,13 @@ export function createCounterDeps(input: {
 }): CounterDeps {
   // The embedded store has one writer (this process holds the data folder), so the counters
   // may know which keys exist and skip reads for first-seen subjects.
-  const meters = new MeterCounters(input.meterStore ?? input.db, {
+  // An admission waits for its batch at most the read deadline before it is given up unsent.
+  const meterStore = input.meterStore ?? new DrizzleMeterStore(input.db, input.config.readDeadlineMs);
+  const meters = new MeterCounters(meterStore, {
     maxEntries: input.config.meterEntries,
     exclusiveWriter: input.kind === "embedded",
     // Other processes (workers, hosts) may serve the same readers on a Postgres server.
     exact: input.kind === "server",
-    admissionWaitMs: input.config.readDeadlineMs,
     now: input.now,
   });
   const decisionCounts = new DecisionCounts(input.decisionSink);

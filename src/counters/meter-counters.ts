@@ -1,21 +1,21 @@
-import type { Db } from "../../db/client";
+import { fallbackLogger } from "../infra/fallback-logger";
 import { Buckets, STORE_BUCKETS } from "../infra/histogram";
-import { createLogger, type Logger } from "../logger";
+import type { Logger } from "../logger";
 import { AbsenceFilter } from "./absence-filter";
 import { BatchLoader } from "./batch-loader";
 import type { Flushable } from "./flusher";
 import { flushTables } from "./meter-flush";
-import { DrizzleMeterStore, type MeterName, type MeterStore, type SeenAdmission } from "./meter-store";
+import type { AdmissionTally, MeterName, MeterStore, SeenAdmission } from "./meter-store";
 import { MeterTable } from "./meter-table";
 import { type Loaded, SEP } from "./meter-values";
 import { SiteSubjects } from "./site-subjects";
 
-export { loadStatement, type MeterStore, type SeenAdmission } from "./meter-store";
+export type { MeterStore, SeenAdmission } from "./meter-store";
 export { MeterTable } from "./meter-table";
 export { countOf, holds, type MeterValue, meterKey, type SeenValue } from "./meter-values";
 
-/** Where a flush called without a logger (tests, tools) reports a refused row. */
-const fallbackLogger = createLogger("warn");
+/** A store that batches no admissions into statements has sent none. */
+const NO_ADMISSIONS: AdmissionTally = Object.freeze({ calls: 0, statements: 0 });
 
 /** Distinct article ids kept as one shared string each (past this, ids are stored as given). */
 const MAX_INTERNED = 200_000;
@@ -34,9 +34,10 @@ const RETIRE_AFTER_MS = 60_000;
  *
  * The jobs are in their own files: the memory layout of one table (`meter-table.ts`) and of a
  * site's subjects (`site-subjects.ts`), the flush protocol (`meter-flush.ts`) and the SQL
- * (`meter-store.ts`, with an in-memory store for tests). This class owns the tables: it finds or
- * creates them, interns article ids, evicts, and drops a past period's table once a later
- * period of the same meter has begun and it holds nothing unflushed (`RETIRE_AFTER_MS`).
+ * (`drizzle-meter-store.ts`, behind `meter-store.ts`'s interface, with an in-memory store for
+ * tests). This class owns the tables: it finds or creates them, interns article ids, evicts,
+ * and drops a past period's table once a later period of the same meter has begun and it holds
+ * nothing unflushed (`RETIRE_AFTER_MS`).
  */
 export class MeterCounters implements Flushable {
   readonly name = "meters";
@@ -66,12 +67,12 @@ export class MeterCounters implements Flushable {
   evictedTotal = 0;
 
   /** Count meters' admissions through the store so far: calls, and the statements they shared (/metrics). */
-  get countAdmissions(): { readonly calls: number; readonly statements: number } {
-    return this.store instanceof DrizzleMeterStore ? this.store.counts : { calls: 0, statements: 0 };
+  get countAdmissions(): AdmissionTally {
+    return this.store.admissionTallies?.().count ?? NO_ADMISSIONS;
   }
   /** Seen meters' admissions through the store so far: new members asked, and the statements they shared (/metrics). */
-  get seenAdmissions(): { readonly calls: number; readonly statements: number } {
-    return this.store instanceof DrizzleMeterStore ? this.store.seen : { calls: 0, statements: 0 };
+  get seenAdmissions(): AdmissionTally {
+    return this.store.admissionTallies?.().seen ?? NO_ADMISSIONS;
   }
   /** Past periods' tables dropped since start. */
   retiredTotal = 0;
@@ -87,8 +88,12 @@ export class MeterCounters implements Flushable {
   private readonly now: () => number;
   private readonly retireAfterMs: number;
 
+  /**
+   * `store`: the product's is `DrizzleMeterStore` (src/counters/deps.ts builds it), taken built so
+   * that the counters load no drizzle.
+   */
   constructor(
-    source: Db | MeterStore,
+    store: MeterStore,
     options: {
       maxEntries?: number;
       exclusiveWriter?: boolean;
@@ -99,14 +104,12 @@ export class MeterCounters implements Flushable {
        * by the store before decide answers with them.
        */
       exact?: boolean;
-      /** How long an admission may wait for its batch before it is given up unsent (the read deadline). */
-      admissionWaitMs?: number;
       /** Clock for retiring past periods (ms); tests pass their own. */
       now?: () => number;
       retireAfterMs?: number;
     } = {},
   ) {
-    this.store = "storedKeys" in source ? source : new DrizzleMeterStore(source, options.admissionWaitMs);
+    this.store = store;
     this.exact = options.exact ?? false;
     this.maxEntries = options.maxEntries ?? 4_000_000;
     this.maxArticleIds = options.maxArticleIds ?? MAX_INTERNED;

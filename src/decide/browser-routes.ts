@@ -4,7 +4,7 @@ import type { KeyedRate } from "../counters/quota-leases";
 import { takeRate } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors, corsPolicy } from "../http/cors";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import type { BrowserIdentity } from "../identity/browser-credential";
 import { credentials } from "../identity/credentials";

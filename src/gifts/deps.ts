@@ -2,8 +2,9 @@ import type { Db } from "../../db/client";
 import type { Config } from "../config";
 import type { MeterCounters } from "../counters/meter-counters";
 import type { SiteState } from "../sites/registry";
+import { DrizzleGiftStore } from "./drizzle-store";
 import { GiftLedger } from "./ledger";
-import { DrizzleGiftStore, type GiftStore } from "./store";
+import type { GiftStore } from "./store";
 import { GiftTokens } from "./token";
 
 export interface GiftDeps {

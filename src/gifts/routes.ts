@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { MintGiftBody, MintGiftReply, RevokeGiftBody, RevokeGiftReply } from "./model";
 import { type GiftDeps, mintGift, revokeGift } from "./service";

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { GrantsReply } from "./model";

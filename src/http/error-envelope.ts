@@ -1,10 +1,8 @@
-import { Elysia } from "elysia";
 import { StoreUnavailable, storeUnavailableOf } from "../infra/deadline";
 import { errorText, stackFrames } from "../infra/error-text";
 import { AppError, errorBody, statusOf } from "../infra/errors";
 import type { HotRequest } from "../infra/hot-request";
 import type { Logger } from "../logger";
-import { jsonBody } from "./body-limit";
 import { requestIdFor } from "./request-id";
 import { safePointer } from "./safe-pointer";
 
@@ -185,35 +183,4 @@ export class RouteTable {
     this.bodies ??= new Map(this.routes().map((r) => [`${r.method} ${r.path}`, r.hooks?.body]));
     return this.bodies.get(`${method} ${route}`) ?? NO_SCHEMA;
   }
-}
-
-export interface JsonApiDeps {
-  readonly config: { readonly maxBodyBytes: number };
-  readonly logger: Logger;
-  /** Where a parse-stage error finds its route's body schema (none: its paths stop at the root). */
-  readonly routeTable?: RouteTable;
-}
-
-/**
- * A JSON route group's own parser and error rendering: strict JSON bodies (`jsonBody`) and every
- * failure as the envelope. Scoped to the group that uses it, so a group behaves the same wherever
- * the app registers it; unnamed, so Elysia never skips it as a duplicate in a second group.
- */
-export function jsonApi(deps: JsonApiDeps) {
-  const table = deps.routeTable;
-  return new Elysia()
-    .onParse({ as: "scoped" }, jsonBody(deps.config.maxBodyBytes))
-    .onError({ as: "scoped" }, ({ code, error, request, route }) =>
-      errorResponseOf(deps.logger, request, error, code, table?.bodySchemaOf(request.method, route)),
-    );
-}
-
-/**
- * The app's own failures, for requests no group answers: no route (404), or a refusal at the edge
- * before routing, all in the envelope.
- */
-export function unmatchedErrors(logger: Logger) {
-  return new Elysia().onError({ as: "scoped" }, ({ code, error, request }) =>
-    errorResponseOf(logger, request, error, code),
-  );
 }

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { corsPolicy } from "../http/cors";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import type { SiteRegistry } from "../sites/registry";
 import { readSiteId, servedSite, tenantOf } from "../sites/selection";

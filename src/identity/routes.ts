@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
 import { corsPolicy } from "../http/cors";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import { AppError } from "../infra/errors";
 import { selectedSite } from "../sites/selection";

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { type CredentialDeps, credentials } from "./credentials";
 import { ChangeIdentifierBody, ChangeSubjectBody, EraseBody, RevokeSessionsBody } from "./model";
 import { changeIdentifier, changeSubject, eraseUser, revokeSessions } from "./upstream-pushes";

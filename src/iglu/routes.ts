@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { Config } from "../config";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { credentials } from "../identity/credentials";
 import { notFound } from "../infra/errors";
 import { EVENT_SCHEMAS, igluUri, selfDescribing } from "./schemas";

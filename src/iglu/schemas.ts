@@ -1,5 +1,4 @@
-import type { TObject } from "@sinclair/typebox";
-import { t } from "elysia";
+import { type TObject, Type } from "@sinclair/typebox";
 
 /**
  * The self-describing events the service asks clients to fire, as TypeBox models: the one
@@ -15,11 +14,11 @@ export interface EventSchema {
 }
 
 /** `data` of the exposure events the keyed decide answer lists (DESIGN.md's response contract). */
-export const ExperimentExposureData = t.Object(
+export const ExperimentExposureData = Type.Object(
   {
-    experiment: t.String({ minLength: 1, description: "The experiment's name in the site document." }),
-    variant: t.String({ minLength: 1, description: "The variant the subject was assigned." }),
-    preview: t.Boolean({
+    experiment: Type.String({ minLength: 1, description: "The experiment's name in the site document." }),
+    variant: Type.String({ minLength: 1, description: "The variant the subject was assigned." }),
+    preview: Type.Boolean({
       description: "The decision came from the staged preview document: exclude it from analysis.",
     }),
   },

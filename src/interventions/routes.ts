@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { concurrencyFields } from "../counters/rate-limit-fields";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { InterventionHub, Listener } from "./hub";

@@ -1,6 +1,7 @@
 import type { Flushable } from "../counters/flusher";
 import { isDataError, ROW_KEPT, sqlStateOf, writeSplitting } from "../counters/refused-rows";
-import { createLogger, type Logger } from "../logger";
+import { fallbackLogger } from "../infra/fallback-logger";
+import type { Logger } from "../logger";
 import type { KeyStore } from "./store";
 
 /** UTC calendar date of an instant, as YYYY-MM-DD; cached per day since it runs per request. */
@@ -17,9 +18,6 @@ function createDayOf(): (nowMs: number) => string {
     return label;
   };
 }
-
-/** Where a flush called without a logger (tests, tools) reports a refused row. */
-const fallbackLogger = createLogger("warn");
 
 /** The later of two YYYY-MM-DD dates (they sort as strings). */
 function laterDay(a: string, b: string): string {

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses, PeerSource } from "../http/client-address";
-import { appErrorResponse, errorResponseOf, type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { appErrorResponse, errorResponseOf } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import { requestIdFor } from "../http/request-id";
 import { trustedLinkOrigin } from "../identity/link-origin";

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { KeyedRate } from "../counters/quota-leases";
 import { takeKeyedRateFields } from "../counters/take-rate";
 import type { DecisionEngine } from "../decide/engine";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { operatorTokenMatches } from "../admin/operator-token";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { AppError } from "../infra/errors";
 import { type MetricsDeps, metricsRegistry } from "./metrics";
 import { READY_RETRY_AFTER_SECONDS, type ReadinessDeps, readiness } from "./ready";

@@ -1,7 +1,7 @@
 import { type AnyElysia, Elysia } from "elysia";
 import type { Config } from "../config";
 import type { ClientAddresses } from "../http/client-address";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import type { Mount } from "../http/mounts";
 import { ACCESS_COOKIE, setCookie } from "../identity/cookies";
 import { type CredentialDeps, credentials, type SessionCredential } from "../identity/credentials";

@@ -3,7 +3,7 @@ import { RateWindows } from "../counters/rate-windows";
 import { takeRates } from "../counters/take-rate";
 import type { ClientAddresses } from "../http/client-address";
 import { browserCors } from "../http/cors";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { credentials } from "../identity/credentials";
 import { AppError } from "../infra/errors";
 import type { SiteRegistry, SiteState } from "../sites/registry";

@@ -3,7 +3,7 @@ import { applyEdits, findNodeAtLocation, modify, parseTree } from "jsonc-parser"
 /**
  * The author's text of a document without any content key's secret: each `contentKeys[i].secret`
  * member removed, every other byte as written. The secrets themselves are kept sealed in
- * `content_keys` (src/sites/content-keys.ts); a text read back and deployed again names each key
+ * `content_keys` (src/sites/content-key-store.ts); a text read back and deployed again names each key
  * by its id only, which keeps the stored secret.
  */
 export function withoutSecrets(source: string): string {

@@ -2,15 +2,8 @@ import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { siteDocuments, sites, tenantHosts, tenants } from "../../db/schema";
 import type { SealedText } from "../mail/sealed-text";
-import {
-  type ContentKeyInfo,
-  contentKeyStamp,
-  listContentKeys,
-  rotateStoredKey,
-  sealClearKeys,
-  storedSecrets,
-  withContentKeys,
-} from "./content-keys";
+import { listContentKeys, rotateStoredKey, sealClearKeys, storedSecrets, withContentKeys } from "./content-key-store";
+import { type ContentKeyInfo, contentKeyStamp } from "./content-keys";
 import { withNewsletterIds } from "./newsletter-list-ids";
 import { withoutSecrets } from "./source-secrets";
 
@@ -157,7 +150,7 @@ export const identityProviderOf = (t: { idpIssuer: string | null; idpJwksUrl: st
 
 /**
  * Postgres-backed store of tenants, host names, sites, versioned site documents and the sites'
- * content keys (sealed with `sealed`, outside the documents: src/sites/content-keys.ts).
+ * content keys (sealed with `sealed`, outside the documents: src/sites/content-key-store.ts).
  */
 export class DrizzleSiteStore implements SiteStore {
   constructor(

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { ChangeFeed } from "../changes/change-feed";
-import { type JsonApiDeps, jsonApi } from "../http/error-envelope";
+import { type JsonApiDeps, jsonApi } from "../http/error-plugins";
 import { type CredentialDeps, credentials } from "../identity/credentials";
 import { STREAMING_WRITE } from "../keys/service";
 import type { StreamingFactsCache } from "./facts-cache";

@@ -2,6 +2,7 @@ import { describe, expect, it } from "bun:test";
 import { createHash } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../../db/client";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
 import { Flusher } from "../../src/counters/flusher";
 import { type MeterCounters as Counters, MeterCounters } from "../../src/counters/meter-counters";
 import { isDataError, sqlStateOf } from "../../src/counters/refused-rows";
@@ -63,7 +64,7 @@ describe.each(storeKinds)("counter flush: a row the store refuses (%s store)", (
   it("writes every other row, drops only the refused ones (logged once, subject hashed), and later flushes work", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: kind === "embedded" });
       await counters.prime();
       const { lines, logger } = logLines();
       // The refused subject on one site's count meter and another site's seen meter, ticked in
@@ -111,7 +112,7 @@ describe.each(storeKinds)("counter flush: a row the store refuses (%s store)", (
       expect(counters.table("t", "sport", "calls", "2026-11", false).peek(BAD)).toBe(2);
 
       // A fresh process reads back exactly what was written.
-      const fresh = new MeterCounters(db.db, { exclusiveWriter: false });
+      const fresh = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false });
       const calls = fresh.table("t", "money", "calls", "2026-11", false);
       await calls.load("reader-5");
       expect(calls.peek("reader-5")).toBe(6);
@@ -206,7 +207,7 @@ describe.each(storeKinds)("counter flush: a store that is unreachable (%s store)
       for (const [name, error] of transient) {
         await db.db.execute(sql`truncate meter_counts, meter_seen, meter_keys`);
         const flaky = flakyDb(db.db, error);
-        const counters = new MeterCounters(flaky.db, { exclusiveWriter: kind === "embedded" });
+        const counters = new MeterCounters(new DrizzleMeterStore(flaky.db), { exclusiveWriter: kind === "embedded" });
         await counters.prime();
         const { lines, logger } = logLines();
         const first = tickMany(counters, 1);
@@ -236,7 +237,7 @@ describe.each(storeKinds)("counter flush: a store that is unreachable (%s store)
     const db = await freshDatabase(kind);
     try {
       const flaky = flakyDb(db.db, transient[0]![1]);
-      const counters = new MeterCounters(flaky.db, { exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(flaky.db), { exclusiveWriter: kind === "embedded" });
       await counters.prime();
       const { lines, logger } = logLines();
       const first = tickMany(counters, 1);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { openDatabase, rowsOf } from "../../db/client";
-import { countOf, holds, loadStatement, MeterCounters, meterKey } from "../../src/counters/meter-counters";
+import { type Db, openDatabase, rowsOf } from "../../db/client";
+import { DrizzleMeterStore, loadStatement } from "../../src/counters/drizzle-meter-store";
+import { countOf, holds, MeterCounters, meterKey } from "../../src/counters/meter-counters";
 import { freshDatabase, storeKinds } from "../helpers/databases";
 import { until } from "../helpers/wait";
 
@@ -10,13 +11,9 @@ import { until } from "../helpers/wait";
  * A reader with 5 calls (and `seen` articles) stored by one process, and a second process over
  * the same database that holds nothing of the reader yet: what decide meets after eviction.
  */
-async function storedByAnother(
-  db: ConstructorParameters<typeof MeterCounters>[0],
-  kind: string,
-  seen: readonly string[],
-): Promise<MeterCounters> {
+async function storedByAnother(db: Db, kind: string, seen: readonly string[]): Promise<MeterCounters> {
   const exclusiveWriter = kind === "embedded";
-  const first = new MeterCounters(db, { exclusiveWriter });
+  const first = new MeterCounters(new DrizzleMeterStore(db), { exclusiveWriter });
   await first.prime();
   const calls = first.table("t", "s", "calls", "2026-11", false);
   await calls.load("reader");
@@ -27,7 +24,7 @@ async function storedByAnother(
     for (const article of seen) articles.tickSeen("reader", article);
   }
   await first.flush();
-  const second = new MeterCounters(db, { exclusiveWriter });
+  const second = new MeterCounters(new DrizzleMeterStore(db), { exclusiveWriter });
   await second.prime();
   return second;
 }
@@ -46,7 +43,7 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
     const db = await freshDatabase(kind);
     try {
       const exclusive = kind === "embedded";
-      const first = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      const first = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: exclusive });
       await first.prime();
       const articles = first.table("t", "s", "articles", "2026-11", true);
       const calls = first.table("t", "s", "calls", "2026-11-21", false);
@@ -64,7 +61,7 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
       expect(first.pendingCount).toBe(0);
 
       // A new process: it must learn the stored keys (prime) or it would think them absent.
-      const second = new MeterCounters(db.db, { exclusiveWriter: exclusive });
+      const second = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: exclusive });
       await second.prime();
       const seenAgain = second.table("t", "s", "articles", "2026-11", true);
       await seenAgain.load("reader");
@@ -90,7 +87,10 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
   it("evicts the oldest clean entries past the cap, keeps dirty ones, and reads evicted ones back", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { maxEntries: 10, exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), {
+        maxEntries: 10,
+        exclusiveWriter: kind === "embedded",
+      });
       await counters.prime();
       const calls = counters.table("t", "s", "calls", "all", false);
       for (let i = 0; i < 10; i++) {
@@ -112,7 +112,10 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
       expect(calls.peek("r0")).toBe(1);
       // A table emptied by eviction stays the one registered: handles held by decide keep
       // counting where later lookups (and flushes) find them.
-      const small = new MeterCounters(db.db, { maxEntries: 2, exclusiveWriter: kind === "embedded" });
+      const small = new MeterCounters(new DrizzleMeterStore(db.db), {
+        maxEntries: 2,
+        exclusiveWriter: kind === "embedded",
+      });
       await small.prime();
       const old = small.table("t", "s", "calls", "2026-10", false);
       await old.load("x");
@@ -133,7 +136,10 @@ describe.each(storeKinds)("meter counters (%s store)", (kind) => {
   it("shares one subject slot among a site's meters and frees it only when no meter holds the subject", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { maxEntries: 4, exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), {
+        maxEntries: 4,
+        exclusiveWriter: kind === "embedded",
+      });
       await counters.prime();
       const calls = counters.table("t", "s", "calls", "all", false);
       const seen = counters.table("t", "s", "articles", "all", true);
@@ -185,7 +191,7 @@ describe.each(storeKinds)("meter counters: seen members (%s store)", (kind) => {
     const db = await freshDatabase(kind);
     try {
       // One article id is interned; every later one is kept as given.
-      const counters = new MeterCounters(db.db, {
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), {
         maxEntries: 3,
         maxArticleIds: 1,
         exclusiveWriter: kind === "embedded",
@@ -262,7 +268,7 @@ describe.each(storeKinds)("meter counters: reading a slot as decide does (%s sto
       };
       const exclusiveWriter = kind === "embedded";
       // One article id is interned; every later one is kept as given.
-      const first = new MeterCounters(db.db, { exclusiveWriter, maxArticleIds: 1 });
+      const first = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter, maxArticleIds: 1 });
       await first.prime();
       const calls = first.table("t", "s", "calls", "2026-11", false);
       const seen = first.table("t", "s", "articles", "2026-11", true);
@@ -275,7 +281,7 @@ describe.each(storeKinds)("meter counters: reading a slot as decide does (%s sto
       expectSlots(first);
       await first.flush();
       // Read back from Postgres by another instance: the values are installed from rows.
-      const second = new MeterCounters(db.db, { exclusiveWriter, maxArticleIds: 1 });
+      const second = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter, maxArticleIds: 1 });
       await second.prime();
       await second.table("t", "s", "calls", "2026-11", false).load("reader");
       const seenBack = second.table("t", "s", "articles", "2026-11", true);
@@ -291,7 +297,7 @@ describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) =>
   it("keeps its deltas and members, merged with what was ticked since", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: kind === "embedded" });
       const calls = counters.table("t", "s", "calls", "all", false);
       const seen = counters.table("t", "s", "articles", "all", true);
       await calls.load("r");
@@ -312,7 +318,7 @@ describe.each(storeKinds)("meter counters: a failed flush (%s store)", (kind) =>
       expect(counters.pendingCount).toBe(2);
       await db.db.execute(sql`alter table meter_seen_away rename to meter_seen`);
       await counters.flush();
-      const fresh = new MeterCounters(db.db, { exclusiveWriter: false });
+      const fresh = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false });
       const freshCalls = fresh.table("t", "s", "calls", "all", false);
       const freshSeen = fresh.table("t", "s", "articles", "all", true);
       await freshCalls.load("r");
@@ -329,7 +335,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
   it("writes more subjects than one statement holds, and keeps what is ticked while a flush is in flight", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: kind === "embedded" });
       await counters.prime();
       const calls = counters.table("t", "s", "calls", "all", false);
       const seen = counters.table("t", "s", "articles", "all", true);
@@ -367,7 +373,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
   it("keeps every dirty subject when its queue wraps around and grows mid-flush", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: kind === "embedded" });
       await counters.prime();
       const calls = counters.table("t", "s", "calls", "all", false);
       const first = Array.from({ length: 10 }, (_, i) => `a${i}`);
@@ -396,7 +402,10 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
   it("never evicts a subject whose flush is in flight, so a failed flush puts its delta back on it", async () => {
     const db = await freshDatabase(kind);
     try {
-      const counters = new MeterCounters(db.db, { maxEntries: 4, exclusiveWriter: kind === "embedded" });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), {
+        maxEntries: 4,
+        exclusiveWriter: kind === "embedded",
+      });
       await counters.prime();
       const calls = counters.table("t", "s", "calls", "all", false);
       for (const subject of ["a", "b", "c", "d"]) {
@@ -420,7 +429,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
       expect(counters.pendingCount).toBe(4);
       await db.db.execute(sql`drop trigger refuse on meter_counts`);
       await counters.flush();
-      const fresh = new MeterCounters(db.db, { exclusiveWriter: false });
+      const fresh = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false });
       const again = fresh.table("t", "s", "calls", "all", false);
       for (const subject of ["a", "d"]) {
         await again.load(subject);
@@ -519,7 +528,7 @@ describe.each(storeKinds)("meter counters: flushing a backlog (%s store)", (kind
         // Three counts and three members: the fourth reader has neither.
         expect((plan[0] as { Plan: Record<string, unknown> }).Plan["Actual Rows"]).toBe(6);
       }
-      const counters = new MeterCounters(db.db, { exclusiveWriter: false });
+      const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false });
       const table = counters.table("t", "s", "m", "p", false);
       await table.load("reader-700");
       expect(table.peek("reader-700")).toBe(700);
@@ -566,7 +575,7 @@ describe.each(storeKinds.filter((k) => k === "server"))(
         });
         const id = await theirId;
 
-        const counters = new MeterCounters(db.db, { exclusiveWriter: false });
+        const counters = new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false });
         await counters.prime();
         const calls = counters.table("t", "s", "calls", "2026-11", false);
         await calls.load("reader");
@@ -606,8 +615,8 @@ describe.each(storeKinds.filter((k) => k === "server"))(
       const second = await openDatabase({ url: db.url as string });
       try {
         const processes = [
-          new MeterCounters(db.db, { exclusiveWriter: false }),
-          new MeterCounters(second.db, { exclusiveWriter: false }),
+          new MeterCounters(new DrizzleMeterStore(db.db), { exclusiveWriter: false }),
+          new MeterCounters(new DrizzleMeterStore(second.db), { exclusiveWriter: false }),
         ];
         const ticks = [2, 5];
         for (let p = 0; p < processes.length; p++) {
@@ -622,7 +631,7 @@ describe.each(storeKinds.filter((k) => k === "server"))(
         expect(rows).toHaveLength(1);
         expect(await storedCount(db, Number(rows[0]?.id))).toEqual([7]);
         // Each process wrote under the same id, so a third reads the sum.
-        const third = new MeterCounters(second.db, { exclusiveWriter: false });
+        const third = new MeterCounters(new DrizzleMeterStore(second.db), { exclusiveWriter: false });
         await third.prime();
         const calls = third.table("t", "s", "calls", "2026-11", false);
         await calls.load("reader");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from "bun:test";
 import { type Database, openDatabase } from "../../db/client";
-import { DrizzleMeterStore } from "../../src/counters/meter-store";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
 import { freshDatabase, type StoreKind } from "../helpers/databases";
 
 /** The world of a meter store's describe block, filled by its beforeAll: read its members inside tests only. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { openDatabase } from "../../db/client";
+import { DrizzleLeaseStore } from "../../src/counters/drizzle-lease-store";
 import {
-  DrizzleLeaseStore,
   ENDGAME_MS,
   FIRST_CHUNK,
   MAX_CHUNK,

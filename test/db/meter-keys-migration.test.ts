@@ -1,6 +1,7 @@
 import { describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
 import { countOf, MeterCounters } from "../../src/counters/meter-counters";
 import { storeKinds } from "../helpers/databases";
 import { upgradeFrom } from "../helpers/migrations";
@@ -25,7 +26,7 @@ describe.each(storeKinds)("migration 0002 (meter keys), %s store", (kind) => {
         const keys = rowsOf<{ n: number }>(await after.db.execute(sql`select count(*)::int as n from meter_keys`));
         // (default, news, api) in two periods, (other, news, api), (default, news, articles).
         expect(keys[0]?.n).toBe(4);
-        const counters = new MeterCounters(after.db, { exclusiveWriter: kind === "embedded" });
+        const counters = new MeterCounters(new DrizzleMeterStore(after.db), { exclusiveWriter: kind === "embedded" });
         await counters.prime();
         const api = counters.table("default", "news", "api", "2026-11", false);
         const october = counters.table("default", "news", "api", "2026-10", false);
@@ -51,7 +52,7 @@ describe.each(storeKinds)("migration 0002 (meter keys), %s store", (kind) => {
         api.tickCount("reader-1");
         articles.tickSeen("reader-3", "a-9");
         await counters.flush();
-        const again = new MeterCounters(after.db, { exclusiveWriter: kind === "embedded" });
+        const again = new MeterCounters(new DrizzleMeterStore(after.db), { exclusiveWriter: kind === "embedded" });
         await again.prime();
         const apiAgain = again.table("default", "news", "api", "2026-11", false);
         const articlesAgain = again.table("default", "news", "articles", "2026-11", true);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { sql } from "drizzle-orm";
 import { rowsOf } from "../../db/client";
-import { DrizzleMeterStore, type MeterName, type SeenAdmission } from "../../src/counters/meter-store";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
+import type { MeterName, SeenAdmission } from "../../src/counters/meter-store";
 import { ADMISSION_ROUNDS } from "../../src/decide/service";
 import { basicDocument } from "../fixtures/documents";
 import { signedContent } from "../helpers/content";

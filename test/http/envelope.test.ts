@@ -1,6 +1,6 @@
 import { describe, expect, it } from "bun:test";
 import { Elysia, t } from "elysia";
-import { jsonApi, unmatchedErrors } from "../../src/http/error-envelope";
+import { jsonApi, unmatchedErrors } from "../../src/http/error-plugins";
 import { basicDocument } from "../fixtures/documents";
 import { memoryLogger } from "../helpers/harness";
 import { siteWorld } from "../helpers/worlds";

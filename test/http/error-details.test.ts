@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "bun:test";
 import { Elysia, t } from "elysia";
-import { jsonApi } from "../../src/http/error-envelope";
+import { jsonApi } from "../../src/http/error-plugins";
 import { safePointer } from "../../src/http/safe-pointer";
 import { basicDocument } from "../fixtures/documents";
 import { freshDatabase, storeKinds } from "../helpers/databases";

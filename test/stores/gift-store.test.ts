@@ -1,16 +1,12 @@
 import { expect, it } from "bun:test";
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../db/client";
+import { DrizzleMeterStore } from "../../src/counters/drizzle-meter-store";
 import { MemoryMeterStore } from "../../src/counters/memory-meter-store";
-import { DrizzleMeterStore, type MeterStore } from "../../src/counters/meter-store";
+import type { MeterStore } from "../../src/counters/meter-store";
+import { DrizzleGiftStore } from "../../src/gifts/drizzle-store";
 import { MemoryGiftStore } from "../../src/gifts/memory-store";
-import {
-  DrizzleGiftStore,
-  type GiftRow,
-  type GiftStore,
-  REDEMPTION_METER,
-  REDEMPTION_PERIOD,
-} from "../../src/gifts/store";
+import { type GiftRow, type GiftStore, REDEMPTION_METER, REDEMPTION_PERIOD } from "../../src/gifts/store";
 import { rejects, storeContract } from "../helpers/store-contract";
 
 const T0 = Date.UTC(2026, 10, 26, 12);
