@@ -1,5 +1,5 @@
-import { DrizzleMeterStore } from "../counters/meter-store";
-import { DrizzleLeaseStore } from "../counters/quota-leases";
+import { DrizzleLeaseStore } from "../counters/drizzle-lease-store";
+import { DrizzleMeterStore } from "../counters/drizzle-meter-store";
 import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
 import type { NodeServerHandle } from "../http/node-server";
 import { errorText, stackFrames } from "../infra/error-text";

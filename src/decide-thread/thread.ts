@@ -71,7 +71,6 @@ async function start(settings: ThreadSettings) {
     maxEntries: settings.meterEntries,
     exclusiveWriter: settings.embedded,
     exact: !settings.embedded,
-    admissionWaitMs: settings.readDeadlineMs,
     now,
   });
   const decisionCounts = new DecisionCounts(remoteOf<DecisionCountSink>(channel, "insight"));

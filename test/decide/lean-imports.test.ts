@@ -32,6 +32,11 @@ const KEYED_DECIDE_MODULES = [
   "src/http/h1/server.ts",
   "src/http/error-envelope.ts",
   "src/infra/hot-request.ts",
+  // The request thread's own (src/decide-thread/thread.ts imports these and the above).
+  "src/decide-thread/channel.ts",
+  "src/decide-thread/forward.ts",
+  "src/decide-thread/remote-meters.ts",
+  "src/decide-thread/settings.ts",
 ];
 
 /** What none of them may load: packages by their folder, and the repo's drizzle client and schema. */
