@@ -6,7 +6,7 @@ import { keepFilesPrivate } from "../db/private-files";
 import { createApp, listen } from "./app";
 import { type Config, ConfigError, loadConfig } from "./config";
 import { signContentPayload } from "./core/verifier";
-import { startDecideThread } from "./decide-thread/start";
+import { openDecideThread } from "./decide-thread/start";
 import { createDeps, startDeps, stopDeps } from "./deps";
 import { errorText } from "./infra/error-text";
 import { createLogger, type Logger } from "./logger";
@@ -74,10 +74,11 @@ async function serve(): Promise<void> {
   opened = true;
   await startDeps(deps);
   // With tracing on, every request is served here (a span per request needs the app's thread).
+  const thread = config.decideThread && deps.tracing === null ? openDecideThread(deps) : null;
   const app =
-    config.decideThread && deps.tracing === null
-      ? await startDecideThread(createApp(deps), deps)
-      : listen(createApp(deps), deps);
+    thread === null
+      ? listen(createApp(deps), deps)
+      : await thread.serve(createApp({ ...deps, decisions: thread.engine }));
   const port = app.server?.port ?? config.port;
   deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir, pid: process.pid });
   const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;

@@ -1,23 +1,35 @@
 import { DrizzleLeaseStore } from "../counters/drizzle-lease-store";
 import { DrizzleMeterStore } from "../counters/drizzle-meter-store";
+import type { DecisionEngine } from "../decide/engine";
 import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
 import type { NodeServerHandle } from "../http/node-server";
 import { errorText, stackFrames } from "../infra/error-text";
 import type { Logger } from "../logger";
 import { Channel } from "./channel";
 import { type Peer, serveForwarded } from "./forward";
+import { threadEngine } from "./remote-engine";
 import { threadSettingsOf } from "./settings";
 
 type Served = { fetch: (request: Request) => Response | Promise<Response>; server: unknown };
 
+/** The request thread, started beside the app: its engine for the app's routes, then `serve`. */
+export interface DecideThread {
+  /** The decision engine the app's routes use while the thread serves (remote-engine.ts). */
+  readonly engine: DecisionEngine;
+  /**
+   * Starts the thread in front of `app`: it listens on the configured port, answers keyed decide
+   * itself and hands every other request to `app` here. `app.server` becomes the thread's listener
+   * as the app sees it (its port and each forwarded request's peer); stopping it stops the thread,
+   * which writes its counts first.
+   */
+  serve<A extends Served>(app: A, port?: number): Promise<A>;
+}
+
 /**
- * Starts the request thread (thread.ts) in front of `app`: it listens on the configured port,
- * answers keyed decide itself and hands every other request to `app` here. This thread serves it
- * the stores it reads and writes, passes on every change the feed applies, and writes the lines
- * it logs. `app.server` becomes the thread's listener as the app sees it (its port and each
- * forwarded request's peer); stopping it stops the thread, which writes its counts first.
+ * Opens the request thread (thread.ts): this thread serves it the stores it reads and writes,
+ * passes on every change the feed applies, and writes the lines it logs.
  */
-export async function startDecideThread<A extends Served>(app: A, deps: Deps, port = deps.config.port): Promise<A> {
+export function openDecideThread(deps: Deps): DecideThread {
   const worker = new Worker(new URL("./thread.ts", import.meta.url).href);
   const channel = new Channel(worker);
   worker.addEventListener("error", (event) => {
@@ -50,33 +62,38 @@ export async function startDecideThread<A extends Served>(app: A, deps: Deps, po
       deps.logger.error("the request thread did not apply a change", { topic, error: errorText(error) });
     });
   });
-  const peers = new WeakMap<Request, Peer>();
-  serveForwarded(
-    channel,
-    (request) => app.fetch(request),
-    peers,
-    (error) => {
-      deps.logger.error("unhandled server error", { error: errorText(error), stack: stackFrames(error) });
-    },
-  );
-  const settings = threadSettingsOf(deps.config, {
-    port,
-    embedded: deps.database.kind === "embedded",
-    keyedDecideLimit: KEYED_DECIDE_LIMIT,
-    decideWindowMs: DECIDE_WINDOW_MS,
-  });
-  const started = await channel.call<{ port: number }>("thread", "start", [settings]);
-  const handle: NodeServerHandle = {
-    port: started.port,
-    hostname: deps.config.host,
-    requestIP: (request) => peers.get(request) ?? null,
-    async stop() {
-      await channel.call("thread", "stop", []);
-      worker.terminate();
+  return {
+    engine: threadEngine(channel, deps.decisions),
+    async serve(app, port = deps.config.port) {
+      const peers = new WeakMap<Request, Peer>();
+      serveForwarded(
+        channel,
+        (request) => app.fetch(request),
+        peers,
+        (error) => {
+          deps.logger.error("unhandled server error", { error: errorText(error), stack: stackFrames(error) });
+        },
+      );
+      const settings = threadSettingsOf(deps.config, {
+        port,
+        embedded: deps.database.kind === "embedded",
+        keyedDecideLimit: KEYED_DECIDE_LIMIT,
+        decideWindowMs: DECIDE_WINDOW_MS,
+      });
+      const started = await channel.call<{ port: number }>("thread", "start", [settings]);
+      const handle: NodeServerHandle = {
+        port: started.port,
+        hostname: deps.config.host,
+        requestIP: (request) => peers.get(request) ?? null,
+        async stop() {
+          await channel.call("thread", "stop", []);
+          worker.terminate();
+        },
+      };
+      app.server = handle;
+      return app;
     },
   };
-  app.server = handle;
-  return app;
 }
 
 interface LogLine {

@@ -42,6 +42,7 @@ import { UserFactsCache } from "../users/facts-cache";
 import type { UserStore } from "../users/store";
 import { Channel, remoteOf } from "./channel";
 import { forwarder } from "./forward";
+import { serveEngine } from "./remote-engine";
 import { remoteMeterStore } from "./remote-meters";
 import type { ThreadChange, ThreadSettings } from "./settings";
 
@@ -109,6 +110,8 @@ async function start(settings: ThreadSettings) {
     decisionCounts,
     previewTokens,
   };
+  const decisions = createDecisionEngine(sources);
+  serveEngine(channel, decisions, registry);
   const deps = {
     ...sources,
     config: {
@@ -120,7 +123,7 @@ async function start(settings: ThreadSettings) {
     registry,
     now,
     keyedDecideRate,
-    decisions: createDecisionEngine(sources),
+    decisions,
     impact: new ImpactSamples({ every: settings.impactSampleEvery, logger }),
     logger,
   };

@@ -11,10 +11,12 @@ import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { within } from "../helpers/second-process";
 
+const ORIGIN = "https://news.example";
+
 const DOCUMENT = {
   schemaVersion: 1,
   identity: { mode: "svc_only" },
-  allowedOrigins: [],
+  allowedOrigins: [ORIGIN],
   contentKeys: [{ id: "k1", secret: "content-secret-one" }],
   meters: { free: { kind: "count", allowance: 3, period: "forever", timeZone: "UTC" } },
   features: {
@@ -55,6 +57,18 @@ function decide(deviceId: string, apiKey = key.key) {
     headers: { "x-svc-site-id": "news", authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
     body: JSON.stringify({ features: ["paywall"], deviceId }),
   });
+}
+
+/** Browser decide (/svc/v1/decide): answered by the app on the main thread, decided by the thread. */
+async function browserOutcome(deviceId: string): Promise<string> {
+  const response = await fetch(`${server.url}/svc/v1/decide`, {
+    method: "POST",
+    headers: { "x-svc-site-id": "news", origin: ORIGIN, "content-type": "application/json" },
+    body: JSON.stringify({ features: ["paywall"], deviceId }),
+  });
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { decisions: { paywall: { outcome: string } } };
+  return body.decisions.paywall.outcome;
 }
 
 async function outcome(deviceId: string): Promise<string> {
@@ -100,6 +114,15 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     expect(((await missing.json()) as { error: { requestId: string } }).error.requestId).toBe("thread-test-2");
   });
 
+  it("counts a reader decided through keyed and browser decide once, in the thread's meters", async () => {
+    expect(await outcome("d-3")).toBe("open");
+    expect(await browserOutcome("d-3")).toBe("open");
+    expect(await outcome("d-3")).toBe("open");
+    // Three decisions counted whichever route made them: the allowance (3) is spent on both.
+    expect(await browserOutcome("d-3")).toBe("wall");
+    expect(await outcome("d-3")).toBe("wall");
+  });
+
   it("answers pipelined keyed and forwarded requests in order, on one connection", async () => {
     const body = JSON.stringify({ features: ["paywall"], deviceId: "d-1" });
     const keyed =
@@ -143,5 +166,5 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     // d-1 was walled before the stop (its count, 3, in the store), d-2 never decided.
     expect(await outcome("d-1")).toBe("wall");
     expect(await outcome("d-2")).toBe("open");
-  });
+  }, 60_000);
 });
