@@ -44,6 +44,7 @@ import { MailBudget } from "./mail-budget/mail-budget";
 import { DrizzleMailBudgetStore } from "./mail-budget/store";
 import { createNewsletterDeps, type NewsletterDeps } from "./newsletters/deps";
 import { registerAnonymousSubscribeJob } from "./newsletters/service";
+import type { FlagEvaluator } from "./ofrep/service";
 import { StoreSizes } from "./ops/store-sizes";
 import { DrizzleOrgStore, type OrgStore } from "./orgs/store";
 import { DrizzleServiceConfigStore, ServiceConfigs } from "./outside/service-config";
@@ -91,6 +92,8 @@ export interface Deps {
   readonly decisions: DecisionEngine;
   /** Keyed decide's windows: per process on the embedded store, quota leases on a server. */
   readonly keyedDecideRate: KeyedRate;
+  /** OFREP's flag evaluation when not the process' own engine's (the decide thread's: src/decide-thread). */
+  readonly ofrepFlags?: FlagEvaluator;
   /** Browser decide's and forward's windows per client and site: likewise. */
   readonly browserDecideRate: KeyedRate;
   readonly forwardRate: KeyedRate;

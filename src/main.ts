@@ -76,9 +76,7 @@ async function serve(): Promise<void> {
   // With tracing on, every request is served here (a span per request needs the app's thread).
   const thread = config.decideThread && deps.tracing === null ? openDecideThread(deps) : null;
   const app =
-    thread === null
-      ? listen(createApp(deps), deps)
-      : await thread.serve(createApp({ ...deps, decisions: thread.engine }));
+    thread === null ? listen(createApp(deps), deps) : await thread.serve(createApp({ ...deps, ...thread.routes }));
   const port = app.server?.port ?? config.port;
   deps.logger.info("listening", { port, store: deps.database.kind, dataDir: config.dataDir, pid: process.pid });
   const runtimeThreads = config.runtimeThreads === "idle" ? yieldBackgroundThreads(deps.logger) : undefined;

@@ -29,6 +29,8 @@ type SentError = {
   readonly details?: unknown;
   readonly headers?: Readonly<Record<string, string>>;
   readonly reason?: string;
+  /** An other error's class name (`InvalidContext`), for a caller that tells them apart. */
+  readonly name?: string;
 };
 
 /** A target's methods, each called with the arguments a call carries. */
@@ -116,13 +118,16 @@ function sentError(error: unknown): SentError {
   if (error instanceof AppError) {
     return { kind: "app", message: error.message, code: error.code, details: error.details, headers: error.headers };
   }
-  return { kind: "other", message: error instanceof Error ? error.message : String(error) };
+  if (error instanceof Error) return { kind: "other", message: error.message, name: error.name };
+  return { kind: "other", message: String(error) };
 }
 
 function errorOf(sent: SentError): Error {
   if (sent.kind === "unavailable") return new StoreUnavailable(sent.reason ?? "unavailable", sent.message);
   if (sent.kind === "app") return new AppError(sent.code as ErrorCode, sent.message, sent.details, sent.headers);
-  return new Error(sent.message);
+  const error = new Error(sent.message);
+  if (sent.name !== undefined) error.name = sent.name;
+  return error;
 }
 
 /**

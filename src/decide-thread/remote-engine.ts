@@ -2,6 +2,7 @@ import type { CompiledSite } from "../core/compile";
 import type { DecisionEngine } from "../decide/engine";
 import type { DecideRequest } from "../decide/request";
 import { StoreUnavailable } from "../infra/deadline";
+import { evaluateFlags, type FlagEvaluator, InvalidContext } from "../ofrep/service";
 import type { SiteRegistry } from "../sites/registry";
 import type { Channel } from "./channel";
 
@@ -49,6 +50,22 @@ export function threadEngine(channel: Channel, local: DecisionEngine): DecisionE
   };
 }
 
+/**
+ * OFREP's flags evaluated by the thread's engine (its meters, ticks applied there); a context the
+ * thread refuses comes back as the `InvalidContext` the routes answer 400 for.
+ */
+export function threadFlags(channel: Channel): FlagEvaluator {
+  return (site, _document, preview, names, context, now) => {
+    const wire = { tenantId: site.tenantId, siteId: site.id, preview, input: { features: [] }, userId: null, now };
+    return channel
+      .call<Awaited<ReturnType<FlagEvaluator>>>("engine", "flags", [wire, names, context])
+      .catch((error: unknown) => {
+        if (error instanceof Error && error.name === "InvalidContext") throw new InvalidContext(error.message);
+        throw error;
+      });
+  };
+}
+
 /** The thread's side: each call made by its own engine, the site and document its registry holds. */
 export function serveEngine(channel: Channel, engine: DecisionEngine, registry: SiteRegistry): void {
   const requestOf = (wire: WireRequest): DecideRequest => {
@@ -62,6 +79,10 @@ export function serveEngine(channel: Channel, engine: DecisionEngine, registry: 
     return { ...rest, site, document: document as CompiledSite };
   };
   channel.serve("engine", {
+    flags: (wire: WireRequest, names: string[], context: unknown) => {
+      const { site, document, preview, now } = requestOf(wire);
+      return evaluateFlags(engine, site, document, preview, names, context, now);
+    },
     decideJson: (wire: WireRequest) => engine.decideJson(requestOf(wire)),
     tryJson: (wire: WireRequest) => engine.tryJson(requestOf(wire)),
     explainJson: (wire: WireRequest) => engine.explainJson(requestOf(wire)),

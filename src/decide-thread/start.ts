@@ -1,21 +1,25 @@
 import { DrizzleLeaseStore } from "../counters/drizzle-lease-store";
 import { DrizzleMeterStore } from "../counters/drizzle-meter-store";
-import type { DecisionEngine } from "../decide/engine";
 import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
 import type { NodeServerHandle } from "../http/node-server";
 import { errorText, stackFrames } from "../infra/error-text";
 import type { Logger } from "../logger";
 import { Channel } from "./channel";
 import { type Peer, serveForwarded } from "./forward";
-import { threadEngine } from "./remote-engine";
+import { threadEngine, threadFlags } from "./remote-engine";
+import { threadRate } from "./remote-rate";
 import { threadSettingsOf } from "./settings";
 
 type Served = { fetch: (request: Request) => Response | Promise<Response>; server: unknown };
 
 /** The request thread, started beside the app: its engine for the app's routes, then `serve`. */
 export interface DecideThread {
-  /** The decision engine the app's routes use while the thread serves (remote-engine.ts). */
-  readonly engine: DecisionEngine;
+  /**
+   * What the app's routes use instead of this thread's own while the thread serves: its decision
+   * engine (remote-engine.ts), keyed decide's window (OFREP spends it too: remote-rate.ts) and
+   * OFREP's flag evaluation.
+   */
+  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags">;
   /**
    * Starts the thread in front of `app`: it listens on the configured port, answers keyed decide
    * itself and hands every other request to `app` here. `app.server` becomes the thread's listener
@@ -63,7 +67,11 @@ export function openDecideThread(deps: Deps): DecideThread {
     });
   });
   return {
-    engine: threadEngine(channel, deps.decisions),
+    routes: {
+      decisions: threadEngine(channel, deps.decisions),
+      keyedDecideRate: threadRate(channel, KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
+      ofrepFlags: threadFlags(channel),
+    },
     async serve(app, port = deps.config.port) {
       const peers = new WeakMap<Request, Peer>();
       serveForwarded(

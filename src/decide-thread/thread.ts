@@ -44,6 +44,7 @@ import { Channel, remoteOf } from "./channel";
 import { forwarder } from "./forward";
 import { serveEngine } from "./remote-engine";
 import { remoteMeterStore } from "./remote-meters";
+import { serveRate } from "./remote-rate";
 import type { ThreadChange, ThreadSettings } from "./settings";
 
 declare const self: Worker;
@@ -112,6 +113,7 @@ async function start(settings: ThreadSettings) {
   };
   const decisions = createDecisionEngine(sources);
   serveEngine(channel, decisions, registry);
+  serveRate(channel, keyedDecideRate);
   const deps = {
     ...sources,
     config: {

@@ -8,7 +8,7 @@ import { credentials } from "../identity/credentials";
 import type { KeyedRequest } from "../keys/guard";
 import { PREVIEW_HEADER } from "../preview/tokens";
 import { OfrepFlagParams, OfrepRequest } from "./model";
-import { bulkFeatures, evaluateFlags, InvalidContext } from "./service";
+import { bulkFeatures, evaluateFlags, type FlagEvaluator, InvalidContext } from "./service";
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -39,10 +39,16 @@ export type OfrepDeps = Parameters<typeof credentials>[0] & {
   readonly now: () => number;
   readonly keyedDecideRate: KeyedRate;
   readonly decisions: DecisionEngine;
+  /** Who evaluates the flags (default: `evaluateFlags` with `decisions`; the decide thread's, when it runs). */
+  readonly ofrepFlags?: FlagEvaluator;
 };
 
 export function ofrepRoutes(deps: OfrepDeps & JsonApiDeps) {
   const engine = deps.decisions;
+  const flagsOf: FlagEvaluator =
+    deps.ofrepFlags ??
+    ((site, document, preview, names, context, now) =>
+      evaluateFlags(engine, site, document, preview, names, context, now));
   // The same window as keyed decide, named as it: OFREP calls spend it too.
   const policy = { name: "keyed-decide", limit: deps.keyedDecideRate.limit, windowMs: deps.keyedDecideRate.windowMs };
   const prepare = async ({ apiKey, site }: KeyedRequest, request: Request) => {
@@ -62,7 +68,7 @@ export function ofrepRoutes(deps: OfrepDeps & JsonApiDeps) {
         const { now, fields, document, preview } = await prepare({ apiKey, site }, request);
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
-          evaluated = await evaluateFlags(engine, site, document, preview, [key], body.context, now);
+          evaluated = await flagsOf(site, document, preview, [key], body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext) {
             return json(400, { key, errorCode: "INVALID_CONTEXT", errorDetails: error.message }, fields);
@@ -83,7 +89,7 @@ export function ofrepRoutes(deps: OfrepDeps & JsonApiDeps) {
         let evaluated: Awaited<ReturnType<typeof evaluateFlags>>;
         try {
           const names = bulkFeatures(document, body.context);
-          evaluated = await evaluateFlags(engine, site, document, preview, names, body.context, now);
+          evaluated = await flagsOf(site, document, preview, names, body.context, now);
         } catch (error) {
           if (error instanceof InvalidContext)
             return json(400, { errorCode: "INVALID_CONTEXT", errorDetails: error.message }, fields);

@@ -17,7 +17,19 @@ export interface FlagsAnswer {
 }
 
 /** A context that is not an object, or a member of the wrong type: OFREP's INVALID_CONTEXT. */
-export class InvalidContext extends Error {}
+export class InvalidContext extends Error {
+  override readonly name = "InvalidContext";
+}
+
+/** `evaluateFlags` with its engine chosen: the process' own, or the decide thread's. */
+export type FlagEvaluator = (
+  site: SiteState,
+  document: CompiledSite,
+  preview: boolean,
+  names: string[],
+  context: unknown,
+  now: number,
+) => FlagsAnswer | Promise<FlagsAnswer>;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 

@@ -71,6 +71,15 @@ async function browserOutcome(deviceId: string): Promise<string> {
   return body.decisions.paywall.outcome;
 }
 
+/** OFREP's one-flag evaluation: answered by the app on the main thread, evaluated by the thread. */
+function ofrep(context: unknown) {
+  return fetch(`${server.url}/ofrep/v1/evaluate/flags/paywall`, {
+    method: "POST",
+    headers: { "x-svc-site-id": "news", authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ context }),
+  });
+}
+
 async function outcome(deviceId: string): Promise<string> {
   const response = await decide(deviceId);
   expect(response.status).toBe(200);
@@ -121,6 +130,21 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     // Three decisions counted whichever route made them: the allowance (3) is spent on both.
     expect(await browserOutcome("d-3")).toBe("wall");
     expect(await outcome("d-3")).toBe("wall");
+  });
+
+  it("counts OFREP's evaluations in the thread's meters too, and refuses a bad context as OFREP does", async () => {
+    expect(await outcome("d-4")).toBe("open");
+    const variants: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const response = await ofrep({ deviceId: "d-4" });
+      expect(response.status).toBe(200);
+      variants.push(((await response.json()) as { variant: string }).variant);
+    }
+    expect(variants).toEqual(["open", "open"]);
+    expect(await outcome("d-4")).toBe("wall");
+    const refused = await ofrep({ deviceId: 7 });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { errorCode: string }).errorCode).toBe("INVALID_CONTEXT");
   });
 
   it("answers pipelined keyed and forwarded requests in order, on one connection", async () => {
