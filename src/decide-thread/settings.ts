@@ -8,6 +8,8 @@ export interface ThreadSettings {
   readonly embedded: boolean;
   readonly maxBodyBytes: number;
   readonly keepAliveMs: number;
+  /** One log line per answered request (SVC_ACCESS_LOG): the thread then sends what it needs. */
+  readonly accessLog: boolean;
   readonly igluVendor: string;
   readonly readDeadlineMs: number;
   readonly meterEntries: number;
@@ -35,6 +37,7 @@ export function threadSettingsOf(
     host: config.host,
     maxBodyBytes: config.maxBodyBytes,
     keepAliveMs: config.httpIdleTimeoutMs,
+    accessLog: config.accessLog,
     igluVendor: config.igluVendor,
     readDeadlineMs: config.readDeadlineMs,
     meterEntries: config.meterEntries,

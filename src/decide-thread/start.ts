@@ -4,6 +4,7 @@ import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
 import type { NodeServerHandle } from "../http/node-server";
 import { errorText, stackFrames } from "../infra/error-text";
 import type { Logger } from "../logger";
+import { recordAnswers } from "./answers";
 import { Channel } from "./channel";
 import { type Peer, serveForwarded } from "./forward";
 import { threadEngine, threadFlags } from "./remote-engine";
@@ -54,6 +55,7 @@ export function openDecideThread(deps: Deps): DecideThread {
   channel.serve("newsletters", deps.newsletters.store);
   channel.serve("leases", new DrizzleLeaseStore(db, DECIDE_WINDOW_MS));
   channel.on("log", (payload) => logLine(deps.logger, payload as LogLine));
+  recordAnswers(channel, deps.requests);
   channel.on("gift-redeemed", (payload) => {
     const { tenantId, giftId } = payload as { tenantId: string; giftId: string };
     deps.changes.publish({ topic: "gift", tenantId, subject: giftId }).catch((error: unknown) => {

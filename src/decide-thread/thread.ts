@@ -40,6 +40,7 @@ import { StreamingFactsCache } from "../streaming/facts-cache";
 import type { StreamingStore } from "../streaming/store";
 import { UserFactsCache } from "../users/facts-cache";
 import type { UserStore } from "../users/store";
+import { ThreadAnswers } from "./answers";
 import { Channel, remoteOf } from "./channel";
 import { forwarder } from "./forward";
 import { serveEngine } from "./remote-engine";
@@ -50,6 +51,8 @@ import type { ThreadChange, ThreadSettings } from "./settings";
 declare const self: Worker;
 
 const channel = new Channel(self);
+/** How often the answers counted here are handed to the main thread's request statistics. */
+const ANSWERS_INTERVAL_MS = 250;
 
 /** Lines logged here are written by the main thread's logger. */
 const logger: Logger = {
@@ -154,12 +157,14 @@ async function start(settings: ThreadSettings) {
     fetch: (request: Request) => forward(request),
   };
   const forward = forwarder(channel, (request) => served.server?.requestIP(request) ?? null);
+  const answers = new ThreadAnswers(channel, settings.accessLog, ANSWERS_INTERVAL_MS);
   serveOverH1(served, {
     port: settings.port,
     hostname: settings.host,
     maxRequestBodySize: settings.maxBodyBytes,
     timeouts: { keepAliveMs: settings.keepAliveMs },
     onError: (error) => logger.error("unhandled server error", { error: error.message }),
+    requests: answers,
   });
   const server = served.server as unknown as NodeServerHandle;
 
@@ -172,6 +177,7 @@ async function start(settings: ThreadSettings) {
     /** Stops listening, then writes every count held: the main thread closes the store after. */
     stop: async () => {
       await server.stop(false);
+      answers.stop();
       flusher.stop();
       if (keyedDecideRate instanceof QuotaLeases) await keyedDecideRate.stop();
       await flusher.flushAll();

@@ -34,6 +34,9 @@ function templateMatcher(path: string): RegExp {
 /** The label of a request no route serves (404s), so unknown paths never grow the label set. */
 export const UNMATCHED_ROUTE = "unmatched";
 
+/** What a transport counts its answers with: `RequestStats`, or the decide thread's (src/decide-thread). */
+export type AnswerCounter = Pick<RequestStats, "accessLog" | "nativeStats" | "answered" | "routeOf">;
+
 /**
  * Counts every answered request by method, route template and status, with its latency, and
  * writes the access log when enabled (SVC_ACCESS_LOG=1). The transport calls `answered` once per

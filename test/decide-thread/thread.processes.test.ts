@@ -37,6 +37,7 @@ const env = {
   SVC_DECIDE_THREAD: "on",
   SVC_SEED_DEMO: "0",
   SVC_DATA_DIR: dataDir,
+  SVC_ACCESS_LOG: "1",
 };
 let server: ServerProcess;
 let key = { key: "", id: "" };
@@ -172,6 +173,33 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     expect(answers[1]).toContain('{"ok":true}');
     expect(answers[2]).toContain('"outcome":"wall"');
   });
+
+  it("counts the thread's answers in /metrics and the access log, keyed decide's and forwarded ones", async () => {
+    const count = async (route: string, status: string) => {
+      const text = await (
+        await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })
+      ).text();
+      const line = text
+        .split("\n")
+        .find((l) =>
+          l.startsWith(
+            `svc_http_requests_total{method="${route.split(" ")[0]}",route="${route.split(" ")[1]}",status="${status}"}`,
+          ),
+        );
+      return Number(line?.split(" ").pop() ?? 0);
+    };
+    const before = await count("POST /v1/decide", "200");
+    for (let i = 0; i < 3; i++) await outcome(`d-metrics-${i}`);
+    // Handed to the main thread's statistics every 250 ms.
+    // (Answers of the tests before may land meanwhile too.)
+    await within(10_000, async () => (await count("POST /v1/decide", "200")) >= before + 3);
+    expect(await count("GET /health", "200")).toBeGreaterThan(0);
+    const line = await server.waitForOutput(
+      /"message":"request","method":"POST","route":"\/v1\/decide","status":200[^\n]*"client":"127\.0\.0\.1"/,
+      5_000,
+    );
+    expect(line).not.toBeNull();
+  }, 30_000);
 
   it("refuses a key once the main thread revokes it", async () => {
     await admin(`/tenants/default/sites/news/keys/${key.id}/revoke`, {});

@@ -5,7 +5,7 @@ import type { HotRoute, NativeRoute } from "../../infra/hot-request";
 import { appErrorResponse } from "../error-envelope";
 import type { NodeServerHandle, ServedApp } from "../node-server";
 import { requestIdOf, tagRequest } from "../request-id";
-import { type RequestStats, UNMATCHED_ROUTE } from "../request-stats";
+import { type AnswerCounter, UNMATCHED_ROUTE } from "../request-stats";
 import type { ServerTracing } from "../server-tracing";
 import { TurnQueue } from "../turn-batch";
 import { Connection, type ConnectionContext, DEFAULT_TIMEOUTS, type Timeouts } from "./connection";
@@ -37,7 +37,7 @@ export interface H1ServerOptions {
   /** Whatever escapes every handler: logged, answered 500 in the envelope. */
   onError(error: Error): void;
   /** Counts each answer by route and status (and writes the access log when enabled). */
-  requests?: RequestStats;
+  requests?: AnswerCounter;
   /** A server span per request when tracing is on (absent: nothing is traced, nothing parsed). */
   tracing?: ServerTracing;
   timeouts?: Partial<Timeouts>;
@@ -170,7 +170,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
 
   /** Counts an answer in the request statistics once its head is written (or its peer is gone). */
   const countWhenWritten = (
-    requests: RequestStats,
+    requests: AnswerCounter,
     connection: Connection,
     head: RequestHead,
     path: string,
