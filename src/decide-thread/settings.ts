@@ -16,6 +16,8 @@ export interface ThreadSettings {
   readonly flushIntervalMs: number;
   readonly statsFlushIntervalMs: number;
   readonly impactSampleEvery: number;
+  /** The key impact samples hash subjects with: the process' one, so both threads' samples agree. */
+  readonly impactHashKey: Uint8Array;
   readonly secret: string;
   readonly keyedDecideLimit: number;
   readonly decideWindowMs: number;
@@ -30,7 +32,13 @@ export interface ThreadChange {
 
 export function threadSettingsOf(
   config: Config,
-  input: { port: number; embedded: boolean; keyedDecideLimit: number; decideWindowMs: number },
+  input: {
+    port: number;
+    embedded: boolean;
+    keyedDecideLimit: number;
+    decideWindowMs: number;
+    impactHashKey: Uint8Array;
+  },
 ): ThreadSettings {
   return {
     ...input,

@@ -2,6 +2,7 @@ import { DrizzleLeaseStore } from "../counters/drizzle-lease-store";
 import { DrizzleMeterStore } from "../counters/drizzle-meter-store";
 import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
 import type { NodeServerHandle } from "../http/node-server";
+import type { ImpactSample } from "../impact/samples";
 import { errorText, stackFrames } from "../infra/error-text";
 import type { Logger } from "../logger";
 import { recordAnswers } from "./answers";
@@ -17,10 +18,10 @@ type Served = { fetch: (request: Request) => Response | Promise<Response>; serve
 export interface DecideThread {
   /**
    * What the app's routes use instead of this thread's own while the thread serves: its decision
-   * engine (remote-engine.ts), keyed decide's window (OFREP spends it too: remote-rate.ts) and
-   * OFREP's flag evaluation.
+   * engine (remote-engine.ts), keyed decide's window (OFREP spends it too: remote-rate.ts),
+   * OFREP's flag evaluation, and the insight reports' flush of the counts held.
    */
-  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags">;
+  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags" | "insightDeps">;
   /**
    * Starts the thread in front of `app`: it listens on the configured port, answers keyed decide
    * itself and hands every other request to `app` here. `app.server` becomes the thread's listener
@@ -56,6 +57,10 @@ export function openDecideThread(deps: Deps): DecideThread {
   channel.serve("leases", new DrizzleLeaseStore(db, DECIDE_WINDOW_MS));
   channel.on("log", (payload) => logLine(deps.logger, payload as LogLine));
   recordAnswers(channel, deps.requests);
+  channel.on("impact-sample", (payload) => {
+    const { tenantId, siteId, sample } = payload as { tenantId: string; siteId: string; sample: ImpactSample };
+    deps.impact.hold(tenantId, siteId, sample);
+  });
   channel.on("gift-redeemed", (payload) => {
     const { tenantId, giftId } = payload as { tenantId: string; giftId: string };
     deps.changes.publish({ topic: "gift", tenantId, subject: giftId }).catch((error: unknown) => {
@@ -73,6 +78,14 @@ export function openDecideThread(deps: Deps): DecideThread {
       decisions: threadEngine(channel, deps.decisions),
       keyedDecideRate: threadRate(channel, KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
       ofrepFlags: threadFlags(channel),
+      // A report first writes the counts both threads hold.
+      insightDeps: {
+        ...deps.insightDeps,
+        flushCounters: async () => {
+          await deps.insightDeps.flushCounters();
+          await channel.call("thread", "flush", []);
+        },
+      },
     },
     async serve(app, port = deps.config.port) {
       const peers = new WeakMap<Request, Peer>();
@@ -89,6 +102,7 @@ export function openDecideThread(deps: Deps): DecideThread {
         embedded: deps.database.kind === "embedded",
         keyedDecideLimit: KEYED_DECIDE_LIMIT,
         decideWindowMs: DECIDE_WINDOW_MS,
+        impactHashKey: deps.impact.hashKey,
       });
       const started = await channel.call<{ port: number }>("thread", "start", [settings]);
       const handle: NodeServerHandle = {

@@ -129,7 +129,13 @@ async function start(settings: ThreadSettings) {
     now,
     keyedDecideRate,
     decisions,
-    impact: new ImpactSamples({ every: settings.impactSampleEvery, logger }),
+    // Samples are captured here, with this thread's meters, and kept by the main thread's replay.
+    impact: new ImpactSamples({
+      every: settings.impactSampleEvery,
+      logger,
+      hashKey: settings.impactHashKey,
+      onKept: (tenantId, siteId, sample) => channel.emit("impact-sample", { tenantId, siteId, sample }),
+    }),
     logger,
   };
 
@@ -174,6 +180,8 @@ async function start(settings: ThreadSettings) {
     change: async (change: ThreadChange) => {
       await onChange[change.topic]?.(change);
     },
+    /** Writes every count held now (an insight report reads them next). */
+    flush: () => flusher.flushAll(),
     /** Stops listening, then writes every count held: the main thread closes the store after. */
     stop: async () => {
       await server.stop(false);
@@ -192,5 +200,6 @@ channel.serve("thread", {
     return { port: started.port };
   },
   change: (change: ThreadChange) => started?.change(change),
+  flush: () => started?.flush(),
   stop: () => started?.stop(),
 });

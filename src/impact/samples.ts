@@ -37,6 +37,10 @@ export interface ImpactSamplesOptions {
   /** Most requests sampled per second in this process. Default 20. */
   readonly perSecond?: number;
   readonly logger?: Logger;
+  /** The key subjects are hashed with (default: a new random one): the decide thread uses its process'. */
+  readonly hashKey?: Uint8Array;
+  /** Where a captured sample goes instead of this object's rings (the decide thread hands it over). */
+  readonly onKept?: (tenantId: string, siteId: string, sample: ImpactSample) => void;
 }
 
 const SEP = "\u0001";
@@ -131,14 +135,17 @@ export class ImpactSamples implements DecisionSampler {
   private readonly every: number;
   private readonly perSecond: number;
   /** Subjects are hashed with a key of this process: a hash cannot be looked up in a table of ids. */
-  private readonly key = randomBytes(32);
+  readonly hashKey: Uint8Array;
   private readonly logger: Logger | undefined;
+  private readonly onKept: ImpactSamplesOptions["onKept"];
 
   constructor(options: ImpactSamplesOptions = {}) {
     this.capacity = Math.max(1, options.capacity ?? 200);
     this.every = options.every ?? 32;
     this.perSecond = options.perSecond ?? 20;
     this.logger = options.logger;
+    this.hashKey = options.hashKey ?? randomBytes(32);
+    this.onKept = options.onKept;
     this.countdown = this.nextCountdown();
   }
 
@@ -158,7 +165,7 @@ export class ImpactSamples implements DecisionSampler {
 
   /** The keyed hash a subject is kept as (16 hex characters). */
   hashSubject(subject: string): string {
-    return createHmac("sha256", this.key).update(subject).digest("hex").slice(0, 16);
+    return createHmac("sha256", this.hashKey).update(subject).digest("hex").slice(0, 16);
   }
 
   /**
@@ -234,7 +241,13 @@ export class ImpactSamples implements DecisionSampler {
       subject: snapshot.subject === null ? null : this.hashSubject(snapshot.subject),
       meters: Object.freeze(meters),
     });
-    const key = req.site.tenantId + SEP + req.site.id;
+    if (this.onKept !== undefined) this.onKept(req.site.tenantId, req.site.id, sample);
+    else this.hold(req.site.tenantId, req.site.id, sample);
+  }
+
+  /** Keeps a captured sample in its site's ring (one this object captured, or the decide thread's). */
+  hold(tenantId: string, siteId: string, sample: ImpactSample): void {
+    const key = tenantId + SEP + siteId;
     let ring = this.rings.get(key);
     if (ring === undefined) {
       ring = new Ring(this.capacity);

@@ -38,6 +38,10 @@ const env = {
   SVC_SEED_DEMO: "0",
   SVC_DATA_DIR: dataDir,
   SVC_ACCESS_LOG: "1",
+  // Every keyed decide sampled for impact replay; counts written only when asked (or at stop).
+  SVC_IMPACT_SAMPLE_EVERY: "1",
+  SVC_FLUSH_INTERVAL_MS: "60000",
+  SVC_STATS_FLUSH_INTERVAL_MS: "60000",
 };
 let server: ServerProcess;
 let key = { key: "", id: "" };
@@ -200,6 +204,31 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     );
     expect(line).not.toBeNull();
   }, 30_000);
+
+  it("hands the thread's impact samples to the replay, and its decision counts to an insight report", async () => {
+    const get = async (path: string) => {
+      const response = await fetch(`${server.url}/admin${path}`, {
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+      });
+      expect(response.status).toBe(200);
+      return response.json();
+    };
+    const counted = async () => {
+      const report = (await get("/tenants/default/sites/news/insight/decisions?range=1h")) as {
+        series: { feature: string; total: number }[];
+      };
+      return report.series.filter((s) => s.feature === "paywall").reduce((sum, s) => sum + s.total, 0);
+    };
+    const before = await counted();
+    await admin("/tenants/default/sites/news/deploy", { document: DOCUMENT, preview: true });
+    for (let i = 0; i < 4; i++) await outcome(`d-impact-${i}`);
+    // The counts are the thread's, not yet flushed (60 s): the report asks the thread to write them.
+    expect(await counted()).toBe(before + 4);
+    await within(5_000, async () => {
+      const impact = (await get("/tenants/default/sites/news/impact")) as { samples: number };
+      return impact.samples >= 4;
+    });
+  });
 
   it("refuses a key once the main thread revokes it", async () => {
     await admin(`/tenants/default/sites/news/keys/${key.id}/revoke`, {});
