@@ -35,7 +35,8 @@ function listening(output: string): { worker: number; pid: number; port: number 
   return found;
 }
 
-const transports = storeKinds.includes("server") ? (["h1", "node", "bun"] as const) : [];
+/** Each transport, and h1 served by the decide thread (src/decide-thread), whose listener shares the port too. */
+const transports = storeKinds.includes("server") ? (["h1", "node", "bun", "h1 SVC_DECIDE_THREAD=on"] as const) : [];
 
 describe.each(transports)("SVC_WORKERS=2 on the server store (SVC_HTTP_SERVER=%s)", (transport) => {
   let database: { url: string; drop(): Promise<void> };
@@ -49,7 +50,8 @@ describe.each(transports)("SVC_WORKERS=2 on the server store (SVC_HTTP_SERVER=%s
         ...SECRETS,
         DATABASE_URL: database.url,
         SVC_WORKERS: "2",
-        SVC_HTTP_SERVER: transport,
+        SVC_HTTP_SERVER: transport.split(" ")[0] as string,
+        SVC_DECIDE_THREAD: transport.includes("SVC_DECIDE_THREAD=on") ? "on" : "off",
         SVC_SEED_DEMO: "1",
         SVC_ACCESS_LOG: "1",
         SVC_DATA_DIR: scratchDir("svc-cluster-"),
