@@ -10,6 +10,7 @@ import type { ContentDeps } from "./content/service";
 import type { ContentStore } from "./content/store";
 import type { DecisionCounts } from "./counters/decision-counts";
 import { createCounterDeps, keyedRates } from "./counters/deps";
+import type { CounterFigures } from "./counters/figures";
 import type { Flusher } from "./counters/flusher";
 import type { MeterCounters, MeterStore } from "./counters/meter-counters";
 import { type KeyedRate, QuotaLeases } from "./counters/quota-leases";
@@ -94,6 +95,8 @@ export interface Deps {
   readonly keyedDecideRate: KeyedRate;
   /** OFREP's flag evaluation when not the process' own engine's (the decide thread's: src/decide-thread). */
   readonly ofrepFlags?: FlagEvaluator;
+  /** The counters' figures with the decide thread's in them, when it runs (/metrics, /ready, flush). */
+  readonly figures?: CounterFigures;
   /** Browser decide's and forward's windows per client and site: likewise. */
   readonly browserDecideRate: KeyedRate;
   readonly forwardRate: KeyedRate;

@@ -7,6 +7,7 @@ import { errorText, stackFrames } from "../infra/error-text";
 import type { Logger } from "../logger";
 import { recordAnswers } from "./answers";
 import { Channel } from "./channel";
+import { ThreadFigures } from "./figures";
 import { type Peer, serveForwarded } from "./forward";
 import { threadEngine, threadFlags } from "./remote-engine";
 import { threadRate } from "./remote-rate";
@@ -19,9 +20,10 @@ export interface DecideThread {
   /**
    * What the app's routes use instead of this thread's own while the thread serves: its decision
    * engine (remote-engine.ts), keyed decide's window (OFREP spends it too: remote-rate.ts),
-   * OFREP's flag evaluation, and the insight reports' flush of the counts held.
+   * OFREP's flag evaluation, the insight reports' flush of the counts held, and the counters'
+   * figures /metrics, /ready and the operator's flush read (figures.ts).
    */
-  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags" | "insightDeps">;
+  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags" | "insightDeps" | "figures">;
   /**
    * Starts the thread in front of `app`: it listens on the configured port, answers keyed decide
    * itself and hands every other request to `app` here. `app.server` becomes the thread's listener
@@ -78,6 +80,7 @@ export function openDecideThread(deps: Deps): DecideThread {
       decisions: threadEngine(channel, deps.decisions),
       keyedDecideRate: threadRate(channel, KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
       ofrepFlags: threadFlags(channel),
+      figures: new ThreadFigures(channel, () => channel.call("thread", "flush", []), deps),
       // A report first writes the counts both threads hold.
       insightDeps: {
         ...deps.insightDeps,

@@ -42,6 +42,7 @@ import { UserFactsCache } from "../users/facts-cache";
 import type { UserStore } from "../users/store";
 import { ThreadAnswers } from "./answers";
 import { Channel, remoteOf } from "./channel";
+import { reportFigures } from "./figures";
 import { forwarder } from "./forward";
 import { serveEngine } from "./remote-engine";
 import { remoteMeterStore } from "./remote-meters";
@@ -144,6 +145,7 @@ async function start(settings: ThreadSettings) {
   await meters.prime();
   await gifts.loadRevoked(now());
   flusher.start();
+  const stopFigures = reportFigures(channel, meters, flusher, keyedDecideRate);
 
   const onChange: { [topic: string]: (change: ThreadChange) => unknown } = {
     tenant: () => registry.reloadTenants(),
@@ -186,6 +188,7 @@ async function start(settings: ThreadSettings) {
     stop: async () => {
       await server.stop(false);
       answers.stop();
+      stopFigures();
       flusher.stop();
       if (keyedDecideRate instanceof QuotaLeases) await keyedDecideRate.stop();
       await flusher.flushAll();

@@ -1,8 +1,7 @@
 import { collectDefaultMetrics, type Metric, Registry } from "prom-client";
 import type { ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
-import type { Flusher } from "../counters/flusher";
-import type { MeterCounters } from "../counters/meter-counters";
+import type { CounterFigures, FlushFigures, LeaseFigures, MeterFigures } from "../counters/figures";
 import { type KeyedRate, QuotaLeases } from "../counters/quota-leases";
 import type { RequestStats } from "../http/request-stats";
 import { withinDeadline } from "../infra/deadline";
@@ -64,14 +63,16 @@ export interface MetricsDeps {
   readonly config: Config;
   readonly now: () => number;
   readonly requests: RequestStats;
-  readonly meters: MeterCounters;
-  readonly flusher: Flusher;
+  readonly meters: MeterFigures;
+  readonly flusher: FlushFigures;
   readonly changes: ChangeFeed;
   readonly keyedDecideRate: KeyedRate;
   readonly outbox: Outbox;
   readonly mailBudget: MailBudget;
   readonly jobs: JobQueue;
   readonly storeSizes: StoreSizes;
+  /** The counters' figures with the decide thread's in them (src/decide-thread), when it runs. */
+  readonly figures?: CounterFigures;
 }
 
 /**
@@ -79,7 +80,8 @@ export interface MetricsDeps {
  * beside prom-client's default runtime metrics under their usual names (`process_*` CPU, memory
  * and file descriptors; `nodejs_*` heap, event-loop lag and GC), which the usual dashboards read.
  */
-export function metricsRegistry(deps: MetricsDeps): Registry {
+export function metricsRegistry(served: MetricsDeps): Registry {
+  const deps = served.figures === undefined ? served : { ...served, ...served.figures };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const add = (metric: Scraped) => registry.registerMetric(metric as unknown as Metric);
@@ -195,7 +197,8 @@ export function metricsRegistry(deps: MetricsDeps): Registry {
       () => [{ labels: {}, value: deps.changes.lagSeconds() }],
     ),
   );
-  const leases = deps.keyedDecideRate instanceof QuotaLeases ? deps.keyedDecideRate : null;
+  const leases: LeaseFigures | null =
+    served.figures?.leases ?? (deps.keyedDecideRate instanceof QuotaLeases ? deps.keyedDecideRate : null);
   if (leases) {
     add(
       new Scraped(

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
 import type { Config } from "../config";
-import type { Flusher } from "../counters/flusher";
+import type { CounterFigures, FlushFigures } from "../counters/figures";
 import { withinDeadline } from "../infra/deadline";
 
 /** How long /ready waits for the store: short, a probe must not hang. */
@@ -16,7 +16,9 @@ export type Check = "ok" | "failed";
 export interface ReadinessDeps {
   readonly config: Config;
   readonly database: Database;
-  readonly flusher: Flusher;
+  readonly flusher: FlushFigures;
+  /** The counters' figures with the decide thread's in them, when it runs. */
+  readonly figures?: CounterFigures;
   readonly lifecycle: { readonly started: boolean };
 }
 
@@ -46,6 +48,7 @@ export async function readiness(deps: ReadinessDeps): Promise<Readiness> {
     store = "failed";
   }
   const loaded: Check = deps.lifecycle.started ? "ok" : "failed";
-  const flush: Check = deps.flusher.intervalsBehind() <= deps.config.readyFlushIntervals ? "ok" : "failed";
+  const flusher = deps.figures?.flusher ?? deps.flusher;
+  const flush: Check = flusher.intervalsBehind() <= deps.config.readyFlushIntervals ? "ok" : "failed";
   return { ready: store === "ok" && loaded === "ok" && flush === "ok", checks: { store, loaded, flush } };
 }

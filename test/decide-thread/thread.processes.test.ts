@@ -203,6 +203,15 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
       5_000,
     );
     expect(line).not.toBeNull();
+    // The thread's meter values held (one a reader decided so far), reported every second.
+    const metrics = async () =>
+      (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })).text();
+    await within(5_000, async () => {
+      const held = (await metrics()).split("\n").find((l) => l.startsWith("svc_meter_entries "));
+      return Number(held?.split(" ")[1] ?? 0) >= 6;
+    });
+    const ready = await fetch(`${server.url}/ready`);
+    expect(ready.status).toBe(200);
   }, 30_000);
 
   it("hands the thread's impact samples to the replay, and its decision counts to an insight report", async () => {
