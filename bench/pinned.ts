@@ -1,5 +1,5 @@
 /**
- * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node]
+ * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node,h1-thread]
  * [--compare DIR]...` (DIR: another checkout, e.g. a worktree of an earlier commit, whose svc runs
  * on the first transport in the same rounds, so a before and after share the machine's drift).
  *
@@ -10,7 +10,7 @@
  * decide on `Bun.serve` (bench/minimal-decide.ts), the same fixed answer as the ceiling over our
  * own transport (bench/bare-h1-server.ts), and svc (`bun --smol src/main.ts`, embedded
  * store, or a fresh database on DATABASE_URL's server when it is set) over each SVC_HTTP_SERVER
- * transport asked for. Per server: req/s under wrk (closed loop,
+ * transport asked for (`h1-thread`: h1 served by the decide thread, SVC_DECIDE_THREAD=on). Per server: req/s under wrk (closed loop,
  * 64 connections, 300 keys rotating, 5 features a request, signed content, a count meter), the
  * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
  * the requests it answered), the share of the ceiling, and p50/p99 at a fixed 5,000 req/s from
@@ -177,7 +177,9 @@ async function startSvc(transport: string, workDir: string, bodies: readonly str
     label: `pinned-${name}`,
     root,
     cpus: SERVER_CPUS,
-    env: { SVC_HTTP_SERVER: transport },
+    // `h1-thread`: the h1 transport served by the decide thread (SVC_DECIDE_THREAD=on).
+    env:
+      transport === "h1-thread" ? { SVC_HTTP_SERVER: "h1", SVC_DECIDE_THREAD: "on" } : { SVC_HTTP_SERVER: transport },
     // DATABASE_URL set: svc on a fresh database of that Postgres server (its process unpinned).
     databaseUrl: process.env.DATABASE_URL,
   });
@@ -188,7 +190,11 @@ async function startSvc(transport: string, workDir: string, bodies: readonly str
   const files = writeLoadFiles(dir, keys, bodies);
   return {
     label:
-      commit === undefined ? `svc (SVC_HTTP_SERVER=${transport})` : `svc at ${commit} (SVC_HTTP_SERVER=${transport})`,
+      transport === "h1-thread"
+        ? `svc (SVC_DECIDE_THREAD=on)${commit === undefined ? "" : ` at ${commit}`}`
+        : commit === undefined
+          ? `svc (SVC_HTTP_SERVER=${transport})`
+          : `svc at ${commit} (SVC_HTTP_SERVER=${transport})`,
     pid: server.pid,
     port: server.port,
     keys,
