@@ -47,7 +47,10 @@ interface PinnedConfig {
   compare: string[];
 }
 
-function parsePinned(argv: readonly string[]): PinnedConfig {
+/** What `--transports` may name: SVC_HTTP_SERVER's values, and h1 served by the decide thread. */
+const TRANSPORTS = new Set(["h1", "bun", "node", "h1-thread"]);
+
+export function parsePinned(argv: readonly string[]): PinnedConfig {
   const args = argv.filter((a) => a !== "--" && a !== "--pin");
   const quick = args.includes("--quick");
   const cfg: PinnedConfig = quick
@@ -61,9 +64,11 @@ function parsePinned(argv: readonly string[]): PinnedConfig {
     else if (a === "--compare") cfg.compare.push(String(args[++i]));
     else
       throw new Error(
-        `unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node] [--compare DIR]...)`,
+        `unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node,h1-thread] [--compare DIR]...)`,
       );
   }
+  const unknown = cfg.transports.filter((t) => !TRANSPORTS.has(t));
+  if (unknown.length > 0) throw new Error(`--transports names ${unknown.join(", ")}: use h1, bun, node or h1-thread`);
   if (!Number.isInteger(cfg.rounds) || cfg.rounds < 1) throw new Error("--rounds needs a positive integer");
   return cfg;
 }
