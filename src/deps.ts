@@ -15,6 +15,7 @@ import type { Flusher } from "./counters/flusher";
 import type { MeterCounters, MeterStore } from "./counters/meter-counters";
 import { type KeyedRate, QuotaLeases } from "./counters/quota-leases";
 import { createDecisionEngine, type DecisionEngine, type DecisionEngineDeps } from "./decide/engine";
+import { BROWSER_LIMIT, DECIDE_WINDOW_MS, KEYED_DECIDE_LIMIT } from "./decide/limits";
 import { createGiftDeps } from "./gifts/deps";
 import type { GiftLedger } from "./gifts/ledger";
 import type { GiftStore } from "./gifts/store";
@@ -59,11 +60,7 @@ import { DrizzleStreamingStore, type StreamingStore } from "./streaming/store";
 import { UserFactsCache } from "./users/facts-cache";
 import { DrizzleUserStore, type UserStore } from "./users/store";
 
-/** Keyed decide: 2,000 requests per fixed 10-second window per key. */
-export const KEYED_DECIDE_LIMIT = 2_000;
-/** Browser decide and forward: 200 requests per 10 seconds per client per site. */
-export const BROWSER_LIMIT = 200;
-export const DECIDE_WINDOW_MS = 10_000;
+export { BROWSER_LIMIT, DECIDE_WINDOW_MS } from "./decide/limits";
 
 /** Everything the routes need, built once by createDeps. Tests build theirs with overrides. */
 export interface Deps {

@@ -1,10 +1,27 @@
+import type { Database } from "../../db/client";
+import type { Change, ChangeFeed } from "../changes/change-feed";
+import type { Config } from "../config";
 import { DrizzleLeaseStore } from "../counters/drizzle-lease-store";
 import { DrizzleMeterStore } from "../counters/drizzle-meter-store";
-import { DECIDE_WINDOW_MS, type Deps, KEYED_DECIDE_LIMIT } from "../deps";
+import type { CounterFigures } from "../counters/figures";
+import type { Flusher } from "../counters/flusher";
+import type { MeterCounters } from "../counters/meter-counters";
+import type { KeyedRate } from "../counters/quota-leases";
+import type { DecisionEngine } from "../decide/engine";
+import { DECIDE_WINDOW_MS, KEYED_DECIDE_LIMIT } from "../decide/limits";
+import type { GiftStore } from "../gifts/store";
 import type { NodeServerHandle } from "../http/node-server";
-import type { ImpactSample } from "../impact/samples";
+import type { RequestStats } from "../http/request-stats";
+import type { ImpactSample, ImpactSamples } from "../impact/samples";
 import { errorText, stackFrames } from "../infra/error-text";
+import type { InsightDeps } from "../insight/service";
+import type { KeyStore } from "../keys/store";
 import type { Logger } from "../logger";
+import type { NewsletterStore } from "../newsletters/store";
+import type { FlagEvaluator } from "../ofrep/service";
+import type { SiteStore } from "../sites/store";
+import type { StreamingStore } from "../streaming/store";
+import type { UserStore } from "../users/store";
 import { recordAnswers } from "./answers";
 import { Channel } from "./channel";
 import { ThreadFigures } from "./figures";
@@ -15,6 +32,36 @@ import { threadSettingsOf } from "./settings";
 
 type Served = { fetch: (request: Request) => Response | Promise<Response>; server: unknown };
 
+/** What the thread is served from this thread: the stores, the feed, the statistics (a view of the app's deps). */
+export interface DecideThreadDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly database: Pick<Database, "db" | "kind">;
+  readonly siteStore: SiteStore;
+  readonly keyStore: KeyStore;
+  readonly users: UserStore;
+  readonly streamingStore: StreamingStore;
+  readonly giftStore: GiftStore;
+  readonly newsletters: { readonly store: NewsletterStore };
+  readonly insightDeps: InsightDeps;
+  readonly changes: Pick<ChangeFeed, "publish">;
+  readonly changeListeners: ((change: Change) => void)[];
+  readonly requests: RequestStats;
+  readonly impact: Pick<ImpactSamples, "hashKey" | "hold">;
+  readonly decisions: DecisionEngine;
+  readonly meters: MeterCounters;
+  readonly flusher: Flusher;
+}
+
+/** What the app's routes use instead of this thread's own while the thread serves. */
+export interface ThreadRoutes {
+  readonly decisions: DecisionEngine;
+  readonly keyedDecideRate: KeyedRate;
+  readonly ofrepFlags: FlagEvaluator;
+  readonly insightDeps: InsightDeps;
+  readonly figures: CounterFigures;
+}
+
 /** The request thread, started beside the app: its engine for the app's routes, then `serve`. */
 export interface DecideThread {
   /**
@@ -23,7 +70,7 @@ export interface DecideThread {
    * OFREP's flag evaluation, the insight reports' flush of the counts held, and the counters'
    * figures /metrics, /ready and the operator's flush read (figures.ts).
    */
-  readonly routes: Pick<Deps, "decisions" | "keyedDecideRate" | "ofrepFlags" | "insightDeps" | "figures">;
+  readonly routes: ThreadRoutes;
   /**
    * Starts the thread in front of `app`: it listens on the configured port, answers keyed decide
    * itself and hands every other request to `app` here. `app.server` becomes the thread's listener
@@ -37,7 +84,7 @@ export interface DecideThread {
  * Opens the request thread (thread.ts): this thread serves it the stores it reads and writes,
  * passes on every change the feed applies, and writes the lines it logs.
  */
-export function openDecideThread(deps: Deps): DecideThread {
+export function openDecideThread(deps: DecideThreadDeps): DecideThread {
   const worker = new Worker(new URL("./thread.ts", import.meta.url).href);
   const channel = new Channel(worker);
   worker.addEventListener("error", (event) => {
