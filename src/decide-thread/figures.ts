@@ -1,6 +1,7 @@
 import type { CounterFigures, FlushFigures, LeaseFigures, MeterFigures } from "../counters/figures";
 import type { Flusher } from "../counters/flusher";
 import type { MeterCounters } from "../counters/meter-counters";
+import type { MeterStore } from "../counters/meter-store";
 import type { KeyedRate } from "../counters/quota-leases";
 import { QuotaLeases } from "../counters/quota-leases";
 import { Buckets } from "../infra/histogram";
@@ -17,8 +18,6 @@ interface Report {
   readonly meters: {
     readonly size: number;
     readonly evictedTotal: number;
-    readonly countAdmissions: MeterFigures["countAdmissions"];
-    readonly seenAdmissions: MeterFigures["seenAdmissions"];
     readonly pendingCount: number;
     readonly readLatency: BucketsData;
   };
@@ -46,8 +45,6 @@ export function reportFigures(channel: Channel, meters: MeterCounters, flusher: 
       meters: {
         size: meters.size,
         evictedTotal: meters.evictedTotal,
-        countAdmissions: { ...meters.countAdmissions },
-        seenAdmissions: { ...meters.seenAdmissions },
         pendingCount: meters.pendingCount,
         readLatency: dataOf(meters.readLatency),
       },
@@ -87,10 +84,15 @@ export class ThreadFigures implements CounterFigures {
   private latest: Report | null = null;
   private receivedAt = performance.now();
 
+  /**
+   * `threadStore`: the meter store this thread serves the thread's meters with; the admissions it
+   * sends for them are counted there (the thread's own counters hold no store to count them).
+   */
   constructor(
     channel: Channel,
     flushThread: () => Promise<unknown>,
     main: { meters: MeterCounters; flusher: Flusher },
+    threadStore: Pick<MeterStore, "admissionTallies">,
   ) {
     channel.on("figures", (payload) => {
       this.latest = payload as Report;
@@ -107,12 +109,12 @@ export class ThreadFigures implements CounterFigures {
         return mainMeters.evictedTotal + (figures.latest?.meters.evictedTotal ?? 0);
       },
       get countAdmissions() {
-        const other = figures.latest?.meters.countAdmissions;
+        const other = threadStore.admissionTallies?.().count;
         const own = mainMeters.countAdmissions;
         return { calls: own.calls + (other?.calls ?? 0), statements: own.statements + (other?.statements ?? 0) };
       },
       get seenAdmissions() {
-        const other = figures.latest?.meters.seenAdmissions;
+        const other = threadStore.admissionTallies?.().seen;
         const own = mainMeters.seenAdmissions;
         return { calls: own.calls + (other?.calls ?? 0), statements: own.statements + (other?.statements ?? 0) };
       },

@@ -97,7 +97,8 @@ export function openDecideThread(deps: DecideThreadDeps): DecideThread {
   const { db } = deps.database;
   channel.serve("sites", deps.siteStore);
   channel.serve("keys", deps.keyStore);
-  channel.serve("meters", new DrizzleMeterStore(db, deps.config.readDeadlineMs));
+  const threadMeters = new DrizzleMeterStore(db, deps.config.readDeadlineMs);
+  channel.serve("meters", threadMeters);
   channel.serve("insight", deps.insightDeps.insight);
   channel.serve("users", deps.users);
   channel.serve("streaming", deps.streamingStore);
@@ -127,7 +128,7 @@ export function openDecideThread(deps: DecideThreadDeps): DecideThread {
       decisions: threadEngine(channel, deps.decisions),
       keyedDecideRate: threadRate(channel, KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
       ofrepFlags: threadFlags(channel),
-      figures: new ThreadFigures(channel, () => channel.call("thread", "flush", []), deps),
+      figures: new ThreadFigures(channel, () => channel.call("thread", "flush", []), deps, threadMeters),
       // A report first writes the counts both threads hold.
       insightDeps: {
         ...deps.insightDeps,

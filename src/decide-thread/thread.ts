@@ -52,6 +52,10 @@ import type { ThreadChange, ThreadSettings } from "./settings";
 declare const self: Worker;
 
 const channel = new Channel(self);
+/** Changes the main thread applied before this thread could (it was loading), in order. */
+const early: ThreadChange[] = [];
+/** Applies a change the main thread applied to this thread's copy, once it is loaded. */
+let applyChange: ((change: ThreadChange) => Promise<void>) | null = null;
 /** How often the answers counted here are handed to the main thread's request statistics. */
 const ANSWERS_INTERVAL_MS = 250;
 
@@ -158,6 +162,15 @@ async function start(settings: ThreadSettings) {
     newsletters: (change) => newsletterFacts.invalidate(change.tenantId, change.subject),
   };
 
+  // Changes that came while this thread was loading (a key revoked meanwhile among them) are
+  // applied before it listens; later ones as they come.
+  for (let change = early.shift(); change !== undefined; change = early.shift()) {
+    await onChange[change.topic]?.(change);
+  }
+  applyChange = async (change) => {
+    await onChange[change.topic]?.(change);
+  };
+
   const route = withHotPath(keyedDecideHandler(deps), keyedDecideText(deps));
   const served = {
     config: { serve: { routes: { [KEYED_DECIDE_PATH]: { POST: route } } } },
@@ -178,10 +191,6 @@ async function start(settings: ThreadSettings) {
 
   return {
     port: server.port,
-    /** A change the main thread applied: this thread's copy follows it. */
-    change: async (change: ThreadChange) => {
-      await onChange[change.topic]?.(change);
-    },
     /** Writes every count held now (an insight report reads them next). */
     flush: () => flusher.flushAll(),
     /** Stops listening, then writes every count held: the main thread closes the store after. */
@@ -202,7 +211,7 @@ channel.serve("thread", {
     started = await start(settings);
     return { port: started.port };
   },
-  change: (change: ThreadChange) => started?.change(change),
+  change: (change: ThreadChange) => (applyChange === null ? early.push(change) : applyChange(change)),
   flush: () => started?.flush(),
   stop: () => started?.stop(),
 });
