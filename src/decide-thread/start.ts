@@ -85,7 +85,9 @@ export interface DecideThread {
  * passes on every change the feed applies, and writes the lines it logs.
  */
 export function openDecideThread(deps: DecideThreadDeps): DecideThread {
-  const worker = new Worker(new URL("./thread.ts", import.meta.url).href);
+  // The small heap `npm start` gives the main thread (`--smol`): without it the thread cost 11-24 %
+  // more CPU a request than one thread at saturation, with it 6-25 % less (bench/HISTORY.md).
+  const worker = new Worker(new URL("./thread.ts", import.meta.url).href, { smol: true });
   const channel = new Channel(worker);
   worker.addEventListener("error", (event) => {
     // The thread held the listening socket: without it the process answers nothing, so it ends
