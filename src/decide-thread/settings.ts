@@ -4,6 +4,8 @@ import type { Config } from "../config";
 export interface ThreadSettings {
   readonly port: number;
   readonly host: string;
+  /** In a cluster's worker process the listener shares the port (a Worker on the small heap does not see node:cluster's state). */
+  readonly reusePort: boolean;
   /** The embedded store (one process, exact in memory) or a server (admissions, leases). */
   readonly embedded: boolean;
   readonly maxBodyBytes: number;
@@ -38,6 +40,7 @@ export function threadSettingsOf(
     keyedDecideLimit: number;
     decideWindowMs: number;
     impactHashKey: Uint8Array;
+    reusePort: boolean;
   },
 ): ThreadSettings {
   return {

@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import type { Database } from "../../db/client";
 import type { Change, ChangeFeed } from "../changes/change-feed";
 import type { Config } from "../config";
@@ -156,6 +157,7 @@ export function openDecideThread(deps: DecideThreadDeps): DecideThread {
         keyedDecideLimit: KEYED_DECIDE_LIMIT,
         decideWindowMs: DECIDE_WINDOW_MS,
         impactHashKey: deps.impact.hashKey,
+        reusePort: cluster.isWorker,
       });
       const started = await channel.call<{ port: number }>("thread", "start", [settings]);
       const handle: NodeServerHandle = {

@@ -184,6 +184,7 @@ async function start(settings: ThreadSettings) {
     hostname: settings.host,
     maxRequestBodySize: settings.maxBodyBytes,
     timeouts: { keepAliveMs: settings.keepAliveMs },
+    reusePort: settings.reusePort,
     onError: (error) => logger.error("unhandled server error", { error: error.message }),
     requests: answers,
   });

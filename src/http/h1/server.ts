@@ -44,6 +44,8 @@ export interface H1ServerOptions {
   /** The clock the timeouts read (tests move it), and how often connections are swept. */
   now?: () => number;
   sweepMs?: number;
+  /** Share the port with other listeners (SO_REUSEPORT); default: in a cluster's worker process. */
+  reusePort?: boolean;
 }
 
 /** A Host field value this server builds a URL of: a name or address and an optional port. */
@@ -319,7 +321,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     port: options.port,
     allowHalfOpen: true,
     // A cluster's workers (SVC_WORKERS) share the port; a lone server must still fail on a taken one.
-    reusePort: cluster.isWorker,
+    reusePort: options.reusePort ?? cluster.isWorker,
     socket: {
       // Reads as plain Uint8Arrays (connection.ts searches and decodes them with Buffer's methods).
       binaryType: "uint8array",
