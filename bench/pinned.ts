@@ -15,13 +15,15 @@
  * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
  * the requests it answered), the share of the ceiling, and p50/p99 at a fixed 5,000 req/s from
  * the open-loop sender (bench/open-loop.c), in rounds as well (each server's window in turn, each
- * 2 s after the last load). Medians over the rounds. Writes
- * bench/results/pinned-<timestamp>.json.
+ * 2 s after the last load). Medians over the rounds. Each server is measured alone on CPU 0: the
+ * others are stopped (SIGSTOP) during its segments and windows, and the bench's own process runs on
+ * CPU 1 (bench/alone.ts). Writes bench/results/pinned-<timestamp>.json.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
+import { CoreShare, pinHarness } from "./alone";
 import { buildRequest, RequestPool } from "./http-conn";
 import { answeredLatencies, ensureOpenLoopSender, runOpenLoop } from "./open-loop";
 import { busyCores, cleanupAll, commandOutput, cpuSeconds, machineInfo, sourceState } from "./proc";
@@ -224,8 +226,10 @@ export async function runPinnedBench(argv: readonly string[]): Promise<number> {
   log(`${cfg.rounds} rounds of ${cfg.segmentS} s per server; ${busy} cores busy before the start`);
   await ensureWrk();
   await ensureOpenLoopSender();
+  if (!pinHarness(GENERATOR_CPUS)) log(`could not move the bench's own threads to CPU ${GENERATOR_CPUS}`);
   const workDir = mkdtempSync(join(tmpdir(), "svc-bench-pinned-"));
   const targets: Target[] = [];
+  let share: CoreShare | undefined;
   try {
     const articles = signArticles(2_000, Date.now());
     const optional = optionalFeatures(buildBenchSite());
@@ -263,20 +267,27 @@ export async function runPinnedBench(argv: readonly string[]): Promise<number> {
       log(`warming ${t.label}`);
       await segment(t, workDir, cfg.warmupS);
     }
+    // From here each server runs alone on CPU 0 while it is measured (bench/alone.ts); a resumed
+    // server first runs what came due while it was stopped, then its quiet-time collection.
+    share = new CoreShare(targets.map((t) => t.pid));
+    const settleMs = IDLE_QUIET_MS * 2;
     const segments = new Map<Target, Segment[]>(targets.map((t) => [t, []]));
     for (let r = 0; r < cfg.rounds; r++) {
       for (const t of targets) {
+        await share.alone(t.pid, settleMs);
         const s = await segment(t, workDir, cfg.segmentS);
         segments.get(t)?.push(s);
         log(`round ${r + 1} ${t.label}: ${s.rps} req/s, ${s.cpu_us_per_request} µs CPU/request`);
       }
     }
     // The tail in rounds too: one window's p99 moves by several times on a noisy machine. Each
-    // window starts once the last server's quiet-time collection (svc's, 1-1.5 s after its last
-    // answer, a full collection on the same core) is over.
+    // window starts 2 s after its server was resumed, the others stopped: what came due while it
+    // was stopped and its quiet-time collection (svc's, 1-1.5 s after its last answer, a full
+    // collection) are over by then.
     const windows = new Map<Target, FixedWindow[]>(targets.map((t) => [t, []]));
     for (let r = 0; r < cfg.rounds; r++) {
       for (const t of targets) {
+        await share.alone(t.pid, 0);
         await Bun.sleep(IDLE_QUIET_MS * 2);
         const w = await fixedRate(t, bodies.slice(0, 10_000), cfg.fixedS);
         windows.get(t)?.push(w);
@@ -317,6 +328,7 @@ export async function runPinnedBench(argv: readonly string[]): Promise<number> {
     log(`wrote ${file}`);
     return rows.some((row) => row.rounds.some((s) => s.non_2xx > 0) || (row.fixed?.non_200 ?? 0) > 0) ? 1 : 0;
   } finally {
+    share?.resumeAll();
     for (const t of targets) await t.stop();
     await cleanupAll();
     rmSync(workDir, { recursive: true, force: true });

@@ -3,8 +3,8 @@
  * bench/tail-variants.ts leaves (not part of `npm run bench`):
  *
  * - `npx bun bench/stall-report.ts sched <perf.data>`: the scheduler trace (`PERF_OUT`, one file a server) as CPU time
- *   per thread on the core, its stretches over 1 ms, and how long the request thread (the first
- *   `bun.exe` thread woken) waited behind another thread, by that thread's name: taken off the
+ *   per thread on the core, its stretches over 1 ms, and how long the request thread (the one
+ *   longest on the core) waited behind another thread, by that thread's name: taken off the
  *   core while runnable, and woken while the other held the core.
  * - `npx bun bench/stall-report.ts gc <server log>`: the collections `BUN_JSC_logGC=1` logged (run
  *   tail-variants with `TAIL_LOG_DIR`), per heap (the request thread's, the database thread's) and
@@ -70,14 +70,16 @@ function sched(file: string): void {
       `${names.get(tid)} (${tid}): ${(total / 1000).toFixed(3)} s on the core, ${r.length} stretches, ${r.filter((x) => x > 1).length} over 1 ms, longest ${Math.max(...r).toFixed(1)} ms`,
     );
   }
-  const main = events.find((e): e is Wakeup => !("nextTid" in e) && e.name === "bun.exe")?.tid;
+  // The request thread: the one longest on the core (the server's core carries its threads only);
+  // with the decide thread on that is the Worker answering keyed decide, not `bun.exe`.
+  const main = rows.find(({ tid }) => !(names.get(tid) ?? "").startsWith("swapper"))?.tid;
   if (main === undefined) return;
   // The request thread taken off the core while runnable, and how long until it ran again.
   const behind = new Map<string, number[]>();
   let out: { at: number; by: string } | undefined;
   for (const e of events) {
     if (!("nextTid" in e)) continue;
-    if (e.prevTid === main && e.prevState.startsWith("R")) out = { at: e.at, by: e.nextName };
+    if (e.prevTid === main && e.prevState.startsWith("R")) out = { at: e.at, by: `${e.nextName} (${e.nextTid})` };
     else if (e.nextTid === main && out !== undefined) {
       const waits = behind.get(out.by) ?? [];
       waits.push(e.at - out.at);

@@ -15,12 +15,15 @@
  * during each window, per heap and kind, with every stop of the world (`BUN_JSC_logGC`, read by
  * bench/gc-log.ts; the minimal decide's too with `REFERENCE=1`). `PERF_OUT=<path>` records the
  * server's core with `perf` for 6 s of the first round into `<path>.<server>` (scheduler events for
- * `bench/stall-report.ts sched`; `PERF_EVENTS=cpu-clock` samples call graphs instead).
+ * `bench/stall-report.ts sched`; `PERF_EVENTS=cpu-clock` samples call graphs instead). Each server
+ * is measured alone on CPU 0: the others are stopped during its window, and this process runs on
+ * CPU 1 (bench/alone.ts).
  */
 import { closeSync, mkdtempSync, openSync, readSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
+import { CoreShare, pinHarness } from "./alone";
 import { collectionsIn, describeCollections } from "./gc-log";
 import { buildRequest, RequestPool } from "./http-conn";
 import { compilesIn, describeCompiles } from "./jit-compiles";
@@ -34,6 +37,7 @@ import { buildBodies, issueKeys, setupSite, signArticles } from "./workload";
 import { runWrk } from "./wrk";
 
 await ensureOpenLoopSender();
+if (!pinHarness("1")) console.log("could not move this process' threads to CPU 1");
 const variants: Record<string, Record<string, string>> = JSON.parse(process.env.VARIANTS ?? '{"default":{}}');
 const articles = signArticles(2_000, Date.now());
 const optional = optionalFeatures(buildBenchSite());
@@ -106,8 +110,10 @@ if (process.env.REFERENCE === "1" && first !== undefined && firstFiles !== undef
     servers.push({ name, server: minimal, keys: first.keys, logFile });
   }
 }
+const share = new CoreShare(servers.flatMap(({ server }) => (server.pid === undefined ? [] : [server.pid])));
 for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
   for (const { name, server, keys, logFile } of servers) {
+    if (server.pid !== undefined) await share.alone(server.pid, 0);
     const pool = RequestPool.from(
       bodies.slice(0, 10_000).map((b, i) =>
         buildRequest(
@@ -123,8 +129,9 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       10_000,
     );
     const n = 5_000 * 8;
-    // Every server gone quiet (the last one measured, or this one after its warm-up) makes its
-    // quiet-time collection 1-1.5 s later; all share CPU 0, so wait it out before measuring.
+    // A server resumed runs what came due while it was stopped, and a server gone quiet (this one
+    // after its warm-up or its last window) makes its quiet-time collection 1-1.5 s later: wait
+    // them out before measuring.
     // `QUIET_S=<s>` waits longer (what a server that was quiet that long answers).
     await Bun.sleep(process.env.QUIET_S === undefined ? IDLE_QUIET_MS * 3 : Number(process.env.QUIET_S) * 1000);
     const start = Date.now() + 1_000;
@@ -191,6 +198,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
     );
   }
 }
+share.resumeAll();
 for (const { server } of servers) await server.stop();
 
 /** A file's text from byte `at` on (what a server wrote since). */
