@@ -14,7 +14,12 @@ import type { CounterFigures } from "./counters/figures";
 import type { Flusher } from "./counters/flusher";
 import type { MeterCounters, MeterStore } from "./counters/meter-counters";
 import { type KeyedRate, QuotaLeases } from "./counters/quota-leases";
-import { createDecisionEngine, type DecisionEngine, type DecisionEngineDeps } from "./decide/engine";
+import {
+  createDecisionEngine,
+  type DecisionEngine,
+  type DecisionEngineDeps,
+  type DecisionSampler,
+} from "./decide/engine";
 import { BROWSER_LIMIT, DECIDE_WINDOW_MS, KEYED_DECIDE_LIMIT } from "./decide/limits";
 import { createGiftDeps } from "./gifts/deps";
 import type { GiftLedger } from "./gifts/ledger";
@@ -94,6 +99,8 @@ export interface Deps {
   readonly ofrepFlags?: FlagEvaluator;
   /** The counters' figures with the decide thread's in them, when it runs (/metrics, /ready, flush). */
   readonly figures?: CounterFigures;
+  /** Browser decide's impact sampler when not `impact` (the decide thread samples its own decisions). */
+  readonly browserSampler?: DecisionSampler;
   /** Browser decide's and forward's windows per client and site: likewise. */
   readonly browserDecideRate: KeyedRate;
   readonly forwardRate: KeyedRate;

@@ -1,5 +1,6 @@
 import type { CompiledSite } from "../core/compile";
-import type { DecisionEngine } from "../decide/engine";
+import type { BatchResult, CompiledFeature, Exposure, FeatureDecision, FeatureResult } from "../core/types";
+import type { DecisionEngine, DecisionSampler } from "../decide/engine";
 import type { DecideRequest } from "../decide/request";
 import { StoreUnavailable } from "../infra/deadline";
 import { evaluateFlags, type FlagEvaluator, InvalidContext } from "../ofrep/service";
@@ -33,16 +34,50 @@ function wireOf(req: DecideRequest): WireRequest {
   };
 }
 
+/** An effectless evaluation's result as data: its features by name (the thread's compiled ones stay there). */
+interface WireBatch {
+  readonly answered: readonly string[];
+  readonly results: readonly FeatureResult[];
+  readonly unanswered: string[];
+  readonly ticks: readonly string[];
+  readonly exposures: readonly Exposure[];
+}
+
+/**
+ * The thread's result with this thread's compiled features for its names: the same document, a
+ * site's deploy reaching both threads by the same change. A feature this thread does not hold yet
+ * (a deploy in flight) is a retry, as the thread answers for a document it does not hold yet.
+ */
+function batchOf(wire: WireBatch, document: CompiledSite): BatchResult {
+  const answered: CompiledFeature[] = [];
+  const decisions: Record<string, FeatureDecision> = {};
+  for (let i = 0; i < wire.answered.length; i++) {
+    const name = wire.answered[i] as string;
+    const feature = document.features.get(name);
+    if (feature === undefined) {
+      throw new StoreUnavailable("site", "The site's document is still being loaded; retry shortly.");
+    }
+    answered.push(feature);
+    decisions[name] = (wire.results[i] as FeatureResult).decision;
+  }
+  return { ...wire, answered, decisions };
+}
+
 /**
  * The main thread's decision engine with the thread (src/decide-thread/thread.ts): decisions that
- * count (browser decide) and the console's try and explain are made by the thread, with the meters
- * keyed decide counts, so a reader decided through both routes is counted once. What needs the
- * evaluation's snapshot on this side (OFREP's observer, impact replay's capture, the forward
- * route's effectless evaluation) stays on `local`.
+ * count (browser decide), the forward route's effectless evaluation and the console's try and
+ * explain are made by the thread, with the meters keyed decide counts, so a reader decided through
+ * several routes is counted once and each route reads the same counts. An evaluation with an
+ * observer (OFREP's and impact capture's, which read the snapshot here) stays on `local`: in thread
+ * mode OFREP's flags and browser decide's samples are the thread's own (`threadFlags`,
+ * `serveEngine`).
  */
 export function threadEngine(channel: Channel, local: DecisionEngine): DecisionEngine {
   return {
-    evaluate: local.evaluate,
+    evaluate: (req, effects) =>
+      effects === false
+        ? channel.call<WireBatch>("engine", "evaluate", [wireOf(req)]).then((wire) => batchOf(wire, req.document))
+        : local.evaluate(req, effects),
     chooseDocument: local.chooseDocument,
     decideJson: (req) => channel.call<string>("engine", "decideJson", [wireOf(req)]),
     tryJson: (req) => channel.call<string>("engine", "tryJson", [wireOf(req)]),
@@ -66,8 +101,16 @@ export function threadFlags(channel: Channel): FlagEvaluator {
   };
 }
 
-/** The thread's side: each call made by its own engine, the site and document its registry holds. */
-export function serveEngine(channel: Channel, engine: DecisionEngine, registry: SiteRegistry): void {
+/**
+ * The thread's side: each call made by its own engine, the site and document its registry holds.
+ * A browser decision is offered to the thread's `sampler` (impact replay's capture, with its meters).
+ */
+export function serveEngine(
+  channel: Channel,
+  engine: DecisionEngine,
+  registry: SiteRegistry,
+  sampler: DecisionSampler,
+): void {
   const requestOf = (wire: WireRequest): DecideRequest => {
     const site = registry.site(wire.tenantId, wire.siteId);
     const document = wire.preview ? site?.preview : site?.live;
@@ -83,7 +126,16 @@ export function serveEngine(channel: Channel, engine: DecisionEngine, registry: 
       const { site, document, preview, now } = requestOf(wire);
       return evaluateFlags(engine, site, document, preview, names, context, now);
     },
-    decideJson: (wire: WireRequest) => engine.decideJson(requestOf(wire)),
+    evaluate: async (wire: WireRequest): Promise<WireBatch> => {
+      const { answered, results, unanswered, ticks, exposures } = await engine.evaluate(requestOf(wire), false);
+      return { answered: answered.map((feature) => feature.name), results, unanswered, ticks, exposures };
+    },
+    decideJson: async (wire: WireRequest) => {
+      const req = requestOf(wire);
+      const answer = await engine.decideJson(req);
+      sampler.offer(engine, req, answer);
+      return answer;
+    },
     tryJson: (wire: WireRequest) => engine.tryJson(requestOf(wire)),
     explainJson: (wire: WireRequest) => engine.explainJson(requestOf(wire)),
   });

@@ -8,7 +8,7 @@ import type { CounterFigures } from "../counters/figures";
 import type { Flusher } from "../counters/flusher";
 import type { MeterCounters } from "../counters/meter-counters";
 import type { KeyedRate } from "../counters/quota-leases";
-import type { DecisionEngine } from "../decide/engine";
+import type { DecisionEngine, DecisionSampler } from "../decide/engine";
 import { DECIDE_WINDOW_MS, KEYED_DECIDE_LIMIT } from "../decide/limits";
 import type { GiftStore } from "../gifts/store";
 import type { NodeServerHandle } from "../http/node-server";
@@ -61,6 +61,7 @@ export interface ThreadRoutes {
   readonly ofrepFlags: FlagEvaluator;
   readonly insightDeps: InsightDeps;
   readonly figures: CounterFigures;
+  readonly browserSampler: DecisionSampler;
 }
 
 /** The request thread, started beside the app: its engine for the app's routes, then `serve`. */
@@ -68,8 +69,9 @@ export interface DecideThread {
   /**
    * What the app's routes use instead of this thread's own while the thread serves: its decision
    * engine (remote-engine.ts), keyed decide's window (OFREP spends it too: remote-rate.ts),
-   * OFREP's flag evaluation, the insight reports' flush of the counts held, and the counters'
-   * figures /metrics, /ready and the operator's flush read (figures.ts).
+   * OFREP's flag evaluation, the insight reports' flush of the counts held, the counters'
+   * figures /metrics, /ready and the operator's flush read (figures.ts), and browser decide's
+   * impact sampler (none here: the thread offers each browser decision to its own).
    */
   readonly routes: ThreadRoutes;
   /**
@@ -131,6 +133,7 @@ export function openDecideThread(deps: DecideThreadDeps): DecideThread {
       decisions: threadEngine(channel, deps.decisions),
       keyedDecideRate: threadRate(channel, KEYED_DECIDE_LIMIT, DECIDE_WINDOW_MS),
       ofrepFlags: threadFlags(channel),
+      browserSampler: { offer: () => {} },
       figures: new ThreadFigures(channel, () => channel.call("thread", "flush", []), deps, threadMeters),
       // A report first writes the counts both threads hold.
       insightDeps: {

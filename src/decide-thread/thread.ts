@@ -120,7 +120,15 @@ async function start(settings: ThreadSettings) {
     previewTokens,
   };
   const decisions = createDecisionEngine(sources);
-  serveEngine(channel, decisions, registry);
+  // Samples are captured here, with this thread's meters (keyed decide's and browser decide's), and
+  // kept by the main thread's replay.
+  const impact = new ImpactSamples({
+    every: settings.impactSampleEvery,
+    logger,
+    hashKey: settings.impactHashKey,
+    onKept: (tenantId, siteId, sample) => channel.emit("impact-sample", { tenantId, siteId, sample }),
+  });
+  serveEngine(channel, decisions, registry, impact);
   serveRate(channel, keyedDecideRate);
   const deps = {
     ...sources,
@@ -134,13 +142,7 @@ async function start(settings: ThreadSettings) {
     now,
     keyedDecideRate,
     decisions,
-    // Samples are captured here, with this thread's meters, and kept by the main thread's replay.
-    impact: new ImpactSamples({
-      every: settings.impactSampleEvery,
-      logger,
-      hashKey: settings.impactHashKey,
-      onKept: (tenantId, siteId, sample) => channel.emit("impact-sample", { tenantId, siteId, sample }),
-    }),
+    impact,
     logger,
   };
 

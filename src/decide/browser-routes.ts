@@ -22,6 +22,8 @@ export type BrowserDecideDeps = Parameters<typeof credentials>[0] & {
   readonly forwardRate: KeyedRate;
   readonly decisions: DecisionEngine;
   readonly impact: DecisionSampler;
+  /** Browser decide's sampler when not `impact` (the decide thread samples what it decides itself). */
+  readonly browserSampler?: DecisionSampler;
   /** Who is calling, for the per-client windows (behind the trusted proxies or not). */
   readonly clients: ClientAddresses;
 };
@@ -67,6 +69,7 @@ function checkOrigin(site: SiteState, origin: string | null): void {
  */
 export function browserDecideRoutes(deps: BrowserDecideDeps & JsonApiDeps) {
   const engine = deps.decisions;
+  const sampler = deps.browserSampler ?? deps.impact;
   const routes = new Elysia({ prefix: "/svc/v1" })
     .use(jsonApi(deps))
     .use(credentials(deps))
@@ -101,7 +104,7 @@ export function browserDecideRoutes(deps: BrowserDecideDeps & JsonApiDeps) {
           now,
         };
         const answer = await engine.decideJson(req);
-        deps.impact.offer(engine, req, answer);
+        sampler.offer(engine, req, answer);
         // The same writer as the keyed route; Elysia adds the CORS headers `browserCors` set.
         set.headers["content-type"] = "application/json";
         return answer;

@@ -27,6 +27,14 @@ const DOCUMENT = {
       default: "wall",
       onError: "wall",
     },
+    // A journey whose destination reads the meter keyed decide counts (and charges none itself).
+    subscribe: {
+      purpose: "journey",
+      outcomes: { offer: { url: "https://shop.example/offer" }, last: { url: "https://shop.example/last-free" } },
+      rules: [{ when: { meter: "free", remaining: { gt: 0 } }, then: "offer" }],
+      default: "last",
+      onError: "last",
+    },
   },
 };
 
@@ -137,6 +145,29 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
     expect(await outcome("d-3")).toBe("wall");
   });
 
+  it("resolves a journey's destination from the thread's meters (the forward route)", async () => {
+    const destination = async (deviceId: string) => {
+      const response = await fetch(
+        `${server.url}/svc/v1/decide/forward?feature=subscribe&site=news&deviceId=${deviceId}`,
+        {
+          redirect: "manual",
+        },
+      );
+      expect(response.status).toBe(302);
+      return response.headers.get("location");
+    };
+    expect(await destination("d-5")).toBe("https://shop.example/offer");
+    for (let i = 0; i < 3; i++) expect(await outcome("d-5")).toBe("open");
+    // The allowance spent by keyed decide, in the thread: the journey reads it there too.
+    expect(await destination("d-5")).toBe("https://shop.example/last-free");
+    // And charged nothing: a reader with one left keeps it.
+    expect(await outcome("d-5b")).toBe("open");
+    expect(await outcome("d-5b")).toBe("open");
+    expect(await destination("d-5b")).toBe("https://shop.example/offer");
+    expect(await outcome("d-5b")).toBe("open");
+    expect(await outcome("d-5b")).toBe("wall");
+  });
+
   it("counts OFREP's evaluations in the thread's meters too, and refuses a bad context as OFREP does", async () => {
     expect(await outcome("d-4")).toBe("open");
     const variants: string[] = [];
@@ -237,6 +268,38 @@ describe("the request thread (SVC_DECIDE_THREAD=on)", () => {
       const impact = (await get("/tenants/default/sites/news/impact")) as { samples: number };
       return impact.samples >= 4;
     });
+  });
+
+  it("captures browser decide's impact samples in the thread, with the meters it counts", async () => {
+    const report = async () => {
+      const response = await fetch(`${server.url}/admin/tenants/default/sites/news/impact`, {
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+      });
+      expect(response.status).toBe(200);
+      return (await response.json()) as {
+        samples: number;
+        features: { name: string; transitions: { from: string; to: string; count: number }[] }[];
+      };
+    };
+    // Staged: a larger allowance. A reader whose 3 are spent is walled live, let through staged.
+    const staged = structuredClone(DOCUMENT);
+    staged.meters.free.allowance = 10;
+    await admin("/tenants/default/sites/news/deploy", { document: staged, preview: true });
+    for (let i = 0; i < 3; i++) expect(await outcome("d-7")).toBe("open");
+    const walledToOpen = async () =>
+      (await report()).features
+        .find((f) => f.name === "paywall")
+        ?.transitions.filter((t) => t.from.startsWith("wall") && t.to.startsWith("open"))
+        .reduce((sum, t) => sum + t.count, 0) ?? 0;
+    await within(5_000, async () => (await report()).samples >= 3);
+    const before = await walledToOpen();
+    const samples = (await report()).samples;
+    // Sampled (every decision here, at most 20 a second: this one in a second of its own) where it
+    // was decided: the thread's meters hold d-7's 3.
+    await Bun.sleep(1_000);
+    expect(await browserOutcome("d-7")).toBe("wall");
+    await within(5_000, async () => (await report()).samples > samples);
+    expect(await walledToOpen()).toBe(before + 1);
   });
 
   it("refuses a key once the main thread revokes it", async () => {
