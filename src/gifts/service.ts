@@ -17,7 +17,9 @@ export interface GiftDeps {
   readonly users: UserStore;
   readonly changes: ChangeFeed;
   /** Flushed before the attribution report, so it is current. */
-  readonly flusher: Flusher;
+  readonly flusher: Pick<Flusher, "flushAll">;
+  /** With the decide thread on, its flusher writes both threads' counts (its redemptions among them). */
+  readonly figures?: { readonly flusher: Pick<Flusher, "flushAll"> };
   readonly now: () => number;
 }
 
@@ -84,6 +86,6 @@ export async function revokeGift(deps: GiftDeps, site: SiteState, giftId: string
 
 /** Mints and redemptions per gifter and per article; counters are flushed first so it is current. */
 export async function giftAttribution(deps: GiftDeps, site: SiteState): Promise<AttributionReport> {
-  await deps.flusher.flushAll();
+  await (deps.figures?.flusher ?? deps.flusher).flushAll();
   return deps.giftStore.attribution(site.tenantId, site.id);
 }
