@@ -27,6 +27,9 @@ export async function startServerProcess(
       HOST: "127.0.0.1",
       SVC_FLUSH_INTERVAL_MS: "100",
       SVC_STATS_FLUSH_INTERVAL_MS: "100",
+      // `SVC_TEST_DECIDE_THREAD=on npm test ...`: every server process with the decide thread
+      // (docs/decide-thread.md), where a test does not choose itself.
+      ...(process.env.SVC_TEST_DECIDE_THREAD === "on" ? { SVC_DECIDE_THREAD: "on" } : {}),
       ...env,
     },
     stdout: "pipe",
