@@ -88,6 +88,8 @@ export async function startDecideServer(options: StartOptions): Promise<ServerHa
     ...(process.env.SVC_HTTP_SERVER ? { SVC_HTTP_SERVER: process.env.SVC_HTTP_SERVER } : {}),
     // The runtime threads' scheduling (default normal; the full runs before issue 28 had idle).
     ...(process.env.SVC_RUNTIME_THREADS ? { SVC_RUNTIME_THREADS: process.env.SVC_RUNTIME_THREADS } : {}),
+    // The decide thread (docs/decide-thread.md) for any scenario: `SVC_DECIDE_THREAD=on npm run bench ...`.
+    ...(process.env.SVC_DECIDE_THREAD ? { SVC_DECIDE_THREAD: process.env.SVC_DECIDE_THREAD } : {}),
     // The runtime settings `npm start` gives (the root's package.json), under what a run sets.
     ...startScriptEnv(options.root ?? reuse?.root ?? ROOT),
     // The runtime's own tuning knobs pass through (JavaScriptCore's options, mimalloc's), so a run
