@@ -44,18 +44,25 @@ export function fastTestFiles(): string[] {
     .sort();
 }
 
-if (import.meta.main) {
-  const files = fastTestFiles();
+/**
+ * Runs `files` with `bun test` in this environment plus `env`, and exits with its code; with
+ * `--list` on the command line, prints them instead.
+ */
+export function runTestFiles(files: readonly string[], env: Record<string, string>, timeoutMs: number): never {
   if (process.argv.includes("--list")) {
     for (const file of files) console.log(file);
     process.exit(0);
   }
-  const run = Bun.spawnSync([process.execPath, "test", "--timeout", "30000", ...files], {
+  const run = Bun.spawnSync([process.execPath, "test", "--timeout", String(timeoutMs), ...files], {
     cwd: root,
     stdout: "inherit",
     stderr: "inherit",
-    // Store contract suites run on the in-memory twins only (test/helpers/store-contract.ts).
-    env: { ...process.env, SVC_TEST_FAST: "1" },
+    env: { ...process.env, ...env },
   });
   process.exit(run.exitCode ?? 1);
+}
+
+if (import.meta.main) {
+  // Store contract suites run on the in-memory twins only (test/helpers/store-contract.ts).
+  runTestFiles(fastTestFiles(), { SVC_TEST_FAST: "1" }, 30_000);
 }

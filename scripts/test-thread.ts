@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { testFiles } from "./test-fast";
+import { runTestFiles, testFiles } from "./test-fast";
 
 const root = join(import.meta.dir, "..");
 
@@ -20,17 +20,4 @@ export function threadTestFiles(): string[] {
     .sort();
 }
 
-if (import.meta.main) {
-  const files = threadTestFiles();
-  if (process.argv.includes("--list")) {
-    for (const file of files) console.log(file);
-    process.exit(0);
-  }
-  const run = Bun.spawnSync([process.execPath, "test", "--timeout", "60000", ...files], {
-    cwd: root,
-    stdout: "inherit",
-    stderr: "inherit",
-    env: { ...process.env, SVC_TEST_DECIDE_THREAD: "on" },
-  });
-  process.exit(run.exitCode ?? 1);
-}
+if (import.meta.main) runTestFiles(threadTestFiles(), { SVC_TEST_DECIDE_THREAD: "on" }, 60_000);
