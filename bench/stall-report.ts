@@ -20,7 +20,8 @@ import { collectionsIn, describeCollections } from "./gc-log";
 type Switch = { at: number; prevTid: number; prevName: string; prevState: string; nextTid: number; nextName: string };
 type Wakeup = { at: number; tid: number; name: string };
 
-function sched(file: string): void {
+/** The scheduler events `perf record` wrote (sched_switch, sched_wakeup), times in ms. */
+function schedEvents(file: string): (Switch | Wakeup)[] {
   const text = Bun.spawnSync(["perf", "script", "-i", file, "-F", "comm,tid,time,event,trace"], {
     stderr: "ignore",
   }).stdout.toString();
@@ -44,6 +45,11 @@ function sched(file: string): void {
     const w = /\s([\d.]+): sched:sched_wakeup: comm=(.*?) pid=(\d+)/.exec(line);
     if (w) events.push({ at: Number(w[1]) * 1000, name: w[2] as string, tid: Number(w[3]) });
   }
+  return events;
+}
+
+function sched(file: string): void {
+  const events = schedEvents(file);
   const names = new Map<number, string>();
   const runs = new Map<number, number[]>();
   let running: number | undefined;
@@ -178,11 +184,79 @@ function gc(file: string): void {
   for (const line of describeCollections(collectionsIn(readFileSync(file, "utf8")))) console.log(line);
 }
 
-const [mode, file] = process.argv.slice(2);
+/**
+ * Each stretch of slow answers (tail-variants' `<perf>.<server>.slow.json`: answers over 1 ms,
+ * by when they were meant to be sent) whose slowest took `minMs` or more, with what ran on the
+ * server's core from 1 ms before its first request was due until its slowest was answered: each
+ * thread's turn on the core, and how it left (R: taken off while runnable; S, D: it waited).
+ */
+function timeline(file: string, slowFile: string, minMs: number): void {
+  const all = schedEvents(file);
+  const events = all.filter((e): e is Switch => "nextTid" in e);
+  const wakeups = all.filter((e): e is Wakeup => !("nextTid" in e));
+  // The request thread: the one longest on the core (as in `sched`).
+  const onCoreMs = new Map<number, number>();
+  for (let i = 1; i < events.length; i++) {
+    const before = events[i - 1] as Switch;
+    onCoreMs.set(before.nextTid, (onCoreMs.get(before.nextTid) ?? 0) + (events[i] as Switch).at - before.at);
+  }
+  const request = [...onCoreMs].filter(([tid]) => tid !== 0).sort((a, b) => b[1] - a[1])[0]?.[0];
+  const { monotonicMinusEpochMs, slow } = JSON.parse(readFileSync(slowFile, "utf8")) as {
+    monotonicMinusEpochMs: number;
+    slow: [number, number][];
+  };
+  const first = events[0]?.at ?? 0;
+  const last = events[events.length - 1]?.at ?? 0;
+  type Stretch = { from: number; until: number; worst: number; count: number };
+  const stretches: Stretch[] = [];
+  for (const [sentEpoch, latency] of slow.sort((a, b) => a[0] - b[0])) {
+    const at = sentEpoch + monotonicMinusEpochMs;
+    const open = stretches[stretches.length - 1];
+    if (open !== undefined && at - open.until < 2) {
+      open.until = Math.max(open.until, at);
+      open.worst = Math.max(open.worst, latency);
+      open.count++;
+    } else stretches.push({ from: at, until: at, worst: latency, count: 1 });
+  }
+  const shown = stretches.filter((s) => s.worst >= minMs && s.from >= first && s.from <= last);
+  console.log(
+    `${stretches.length} stretches of answers over 1 ms, ${shown.length} with one of ${minMs} ms or more inside the trace`,
+  );
+  for (const s of shown) {
+    const from = s.from - 1;
+    const until = s.from + s.worst;
+    console.log(
+      `\n${s.count} answers over 1 ms, the slowest ${s.worst.toFixed(1)} ms, due from ${(s.from - first).toFixed(1)} ms:`,
+    );
+    let onCore = events.findLast((e) => e.at <= from);
+    const turns: string[] = [];
+    const inside = [...events, ...wakeups.filter((w) => w.tid === request)]
+      .filter((e) => e.at > from && e.at <= until)
+      .sort((a, b) => a.at - b.at);
+    for (const e of inside) {
+      // The request thread woken (a request came, or what it waited for): when, into the turn on the core.
+      if (!("nextTid" in e)) {
+        turns.push(`[woken ${(e.at - Math.max(onCore?.at ?? from, from)).toFixed(2)} into it]`);
+        continue;
+      }
+      if (onCore !== undefined) {
+        const began = Math.max(onCore.at, from);
+        turns.push(`${onCore.nextName}(${onCore.nextTid}) ${(e.at - began).toFixed(2)}${e.prevState.slice(0, 1)}`);
+      }
+      onCore = e;
+    }
+    console.log(`  ${turns.join(", ")}`);
+  }
+}
+
+const [mode, file, extra, minMs] = process.argv.slice(2);
 if (mode === "sched" && file) sched(file);
+else if (mode === "timeline" && file && extra) timeline(file, extra, Number(minMs ?? 3));
 else if (mode === "gc" && file) gc(file);
 else if (mode === "profile" && file) profile(file);
 else {
-  console.error("usage: bench/stall-report.ts sched <perf.data> | gc <server log> | profile <file.cpuprofile>");
+  console.error(
+    "usage: bench/stall-report.ts sched <perf.data> | timeline <perf.data> <slow.json> [min ms] | gc <server log> | profile <file.cpuprofile>",
+  );
   process.exit(2);
 }

@@ -19,7 +19,8 @@
  * is measured alone on CPU 0: the others are stopped during its window, and this process runs on
  * CPU 1 (bench/alone.ts).
  */
-import { closeSync, mkdtempSync, openSync, readSync, statSync } from "node:fs";
+import { dlopen, FFIType, ptr } from "bun:ffi";
+import { closeSync, mkdtempSync, openSync, readSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDLE_QUIET_MS } from "../src/runtime/idle-collection";
@@ -153,6 +154,9 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
               "-e",
               process.env.PERF_EVENTS ?? "sched:sched_switch,sched:sched_wakeup",
               ...(process.env.PERF_EVENTS === undefined ? [] : ["-g"]),
+              // On the clock the sender's send times are mapped to (the slow answers' file below).
+              "-k",
+              "CLOCK_MONOTONIC",
               "-C",
               "0",
               "-o",
@@ -191,6 +195,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
       if (gcs) for (const line of describeCollections(collectionsIn(output))) console.log(`  collections: ${line}`);
     }
     await perf?.exited;
+    if (perf !== undefined) writeSlow(`${process.env.PERF_OUT}.${name}.slow.json`, r);
     if (process.env.STALLS !== undefined) printStalls(r, start, Number(process.env.STALLS) || 2);
     const lat = answeredLatencies(r).sort();
     console.log(
@@ -200,6 +205,31 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
 }
 share.resumeAll();
 for (const { server } of servers) await server.stop();
+
+/**
+ * The answers slower than 1 ms (when each was meant to be sent, epoch ms, and its latency), with
+ * the offset from the epoch to CLOCK_MONOTONIC (perf's clock here), for `bench/stall-report.ts
+ * timeline`: what held the server's core during each stretch of slow answers.
+ */
+function writeSlow(file: string, r: Awaited<ReturnType<typeof runOpenLoop>>): void {
+  const monotonicMinusEpochMs = monotonicMs() - Date.now();
+  const slow: [number, number][] = [];
+  for (let i = 0; i < r.latencyMs.length; i++) {
+    const latency = r.latencyMs[i] as number;
+    if (latency > 1 && r.status[i] !== 0) {
+      slow.push([(r.sentEpoch[i] as number) - (r.writeDelayMs[i] as number), latency]);
+    }
+  }
+  writeFileSync(file, JSON.stringify({ monotonicMinusEpochMs, slow }));
+}
+
+/** CLOCK_MONOTONIC in ms, as perf's `-k CLOCK_MONOTONIC` stamps events (Bun's hrtime has another origin). */
+function monotonicMs(): number {
+  const libc = dlopen("libc.so.6", { clock_gettime: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 } });
+  const timespec = new BigInt64Array(2);
+  libc.symbols.clock_gettime(1, ptr(timespec));
+  return Number(timespec[0]) * 1000 + Number(timespec[1]) / 1e6;
+}
 
 /** A file's text from byte `at` on (what a server wrote since). */
 function readFrom(file: string, at: number): string {
