@@ -65,6 +65,11 @@ export async function openDatabase(options: {
    * cheaper statements at the cost of more memory while a test file runs.
    */
   collectAfter?: number;
+  /**
+   * The embedded store's thread in the idle scheduling class (`SVC_RUNTIME_THREADS=idle`) instead
+   * of nice 10: it never holds the request thread's core, and never runs while every core is busy.
+   */
+  idleThread?: boolean;
   /** The embedded store's shared buffers in MB (EMBEDDED_SHARED_BUFFERS_MB by default); a server's are its own. */
   sharedBuffersMb?: number;
   /** Told what a slow step is about to do (creating the data folder, migrating), for the start's log. */
@@ -152,6 +157,7 @@ export async function openDatabase(options: {
     client = await PGliteThread.open(folder, embeddedSettings(options.sharedBuffersMb), {
       dump: options.from,
       collectAfter: options.collectAfter,
+      idle: options.idleThread,
     });
   } catch (error) {
     lock?.release();

@@ -9,7 +9,14 @@
  * commits or rolls back (statements from outside it wait their turn).
  */
 type Request =
-  | { op: "open"; folder: string | null; settings: string[]; dump?: Uint8Array; collectAfter?: number }
+  | {
+      op: "open";
+      folder: string | null;
+      settings: string[];
+      dump?: Uint8Array;
+      collectAfter?: number;
+      idle?: boolean;
+    }
   | { op: "query"; sql: string; params: unknown[] | string; rowMode: "array" | "object" }
   | { op: "dump" }
   | { op: "close" };
@@ -61,12 +68,13 @@ export class PGliteThread {
   /**
    * Starts the thread and opens the folder (null: in memory, empty or, given `dump`, loaded from
    * PGlite's dump of a data folder). `collectAfter`: the work between the thread's full
-   * collections (db/pglite-worker.ts's COLLECT_AFTER by default).
+   * collections (db/pglite-worker.ts's COLLECT_AFTER by default). `idle`: the thread in the idle
+   * scheduling class instead of nice 10 (db/pglite-worker.ts).
    */
   static async open(
     folder: string | null,
     settings: string[] = [],
-    options: { dump?: Uint8Array; collectAfter?: number } = {},
+    options: { dump?: Uint8Array; collectAfter?: number; idle?: boolean } = {},
   ): Promise<PGliteThread> {
     const thread = new PGliteThread();
     try {

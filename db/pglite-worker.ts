@@ -3,6 +3,8 @@
  * work (counter flushes, cold reads, every query) never blocks the thread that serves
  * requests. The server talks to it through `PGliteThread` (db/pglite-thread.ts).
  */
+
+import { dlopen, FFIType, ptr } from "bun:ffi";
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { PGlite, types } from "@electric-sql/pglite";
@@ -61,17 +63,45 @@ function collectNowAndThen(paramChars: number, rows: number): void {
  * thread id from /proc/thread-self; the rest of the process keeps its priority). When both
  * cores are busy, the request thread gets the CPU first, and the flush catches up after.
  * Elsewhere, or when not permitted, the thread keeps the process' priority.
+ *
+ * Nice 10 still lets it run out a time slice (up to a scheduler tick, 4 ms at 250 Hz) on the
+ * request thread's core while requests wait: on one core shared with the request thread, a third
+ * of the stretches of answers over 4 ms at 5,000 req/s waited so (bench/HISTORY.md, "The
+ * request thread's core"). Opened with `idle` (`SVC_RUNTIME_THREADS=idle`), it moves to the idle
+ * scheduling class instead, which gives way to a woken request thread at once, but does not run
+ * at all while every core is busy: during a long overload the counters are not written (their
+ * memory grows, /ready reports the flush behind) until a core is free. Unprivileged, a thread
+ * cannot leave that class again, so it is a choice made at start.
  */
 export const DATABASE_THREAD_NICE = 10;
+/** Linux's SCHED_IDLE policy. */
+const SCHED_IDLE = 5;
+const threadId = (): number => Number(readlinkSync("/proc/thread-self").split("/").pop());
 function lowerPriority(): void {
   try {
-    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    const tid = threadId();
     if (Number.isInteger(tid) && tid > 0) setPriority(tid, DATABASE_THREAD_NICE);
   } catch {
     // Not Linux, or not allowed: nothing to do.
   }
 }
 lowerPriority();
+
+/** This thread in the idle scheduling class; false where it cannot be (not Linux, refused). */
+function idleClass(): boolean {
+  if (process.platform !== "linux") return false;
+  try {
+    const libc = dlopen("libc.so.6", {
+      sched_setscheduler: { args: [FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+    });
+    // struct sched_param { int sched_priority = 0 }.
+    const done = libc.symbols.sched_setscheduler(threadId(), SCHED_IDLE, ptr(new Int32Array(1))) === 0;
+    libc.close();
+    return done;
+  } catch {
+    return false;
+  }
+}
 
 function reply(message: ThreadReply): void {
   self.postMessage(message);
@@ -93,6 +123,7 @@ self.onmessage = async (event: MessageEvent<ThreadRequest>) => {
     switch (request.op) {
       case "open": {
         collectAfter = request.collectAfter ?? COLLECT_AFTER;
+        if (request.idle === true) idleClass();
         client =
           request.folder === null
             ? new PGlite(request.dump === undefined ? {} : { loadDataDir: new Blob([request.dump]) })

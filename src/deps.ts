@@ -363,6 +363,7 @@ async function openStore(
       dataDir: config.dataDir,
       hangMs: config.readDeadlineMs,
       sharedBuffersMb: config.embeddedSharedBuffersMb,
+      idleThread: config.runtimeThreads === "idle",
       onProgress: (message, fields) => logger.info(message, fields),
     }));
   // Built only when an endpoint is configured: otherwise nothing anywhere creates a span.

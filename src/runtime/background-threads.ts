@@ -27,7 +27,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { Logger } from "../logger";
 
 /** Thread names (`/proc/<pid>/task/<tid>/comm`) of the runtime threads that yield. */
-export const YIELDING_THREADS = /^(mi-scavenger|JITWorker|JSCWarmUp|HeapHelper)$/;
+export const YIELDING_THREADS = /^(mi-scavenger|JITWorker|JSCWarmUp|HeapHelper|t Helper Thread|ollector Thread)$/;
 
 /** Linux's `SCHED_IDLE` policy. */
 const SCHED_IDLE = 5;
