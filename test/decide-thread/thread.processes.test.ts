@@ -10,33 +10,7 @@ import { OPERATOR_TOKEN } from "../helpers/harness";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { within } from "../helpers/second-process";
-
-const ORIGIN = "https://news.example";
-
-const DOCUMENT = {
-  schemaVersion: 1,
-  identity: { mode: "svc_only" },
-  allowedOrigins: [ORIGIN],
-  contentKeys: [{ id: "k1", secret: "content-secret-one" }],
-  meters: { free: { kind: "count", allowance: 3, period: "forever", timeZone: "UTC" } },
-  features: {
-    paywall: {
-      purpose: "decision",
-      outcomes: { open: { type: "allow" }, wall: { type: "deny" } },
-      rules: [{ when: { meter: "free", remaining: { gt: 0 } }, then: "open", tick: ["free"] }],
-      default: "wall",
-      onError: "wall",
-    },
-    // A journey whose destination reads the meter keyed decide counts (and charges none itself).
-    subscribe: {
-      purpose: "journey",
-      outcomes: { offer: { url: "https://shop.example/offer" }, last: { url: "https://shop.example/last-free" } },
-      rules: [{ when: { meter: "free", remaining: { gt: 0 } }, then: "offer" }],
-      default: "last",
-      onError: "last",
-    },
-  },
-};
+import { DOCUMENT, ORIGIN } from "./document";
 
 const dataDir = scratchDir("svc-decide-thread-");
 const env = {

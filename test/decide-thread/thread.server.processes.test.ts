@@ -9,21 +9,7 @@ import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { within } from "../helpers/second-process";
-
-const DOCUMENT = {
-  schemaVersion: 1,
-  identity: { mode: "svc_only" },
-  meters: { free: { kind: "count", allowance: 5, period: "forever", timeZone: "UTC" } },
-  features: {
-    paywall: {
-      purpose: "decision",
-      outcomes: { open: { type: "allow" }, wall: { type: "deny" } },
-      rules: [{ when: { meter: "free", remaining: { gt: 0 } }, then: "open", tick: ["free"] }],
-      default: "wall",
-      onError: "wall",
-    },
-  },
-};
+import { DOCUMENT } from "./document";
 
 describe.skipIf(!process.env.DATABASE_URL)("the request thread on a Postgres server", () => {
   let server: ServerProcess;
@@ -77,6 +63,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the request thread on a Postgres ser
   it("counts the thread's count-meter admissions in /metrics", async () => {
     const before = await sample("svc_meter_count_admissions_total");
     expect(before).toBeGreaterThanOrEqual(1); // the warm-up's call
+    // Three calls below the allowance (3): each admitted through the store.
     for (let i = 0; i < 3; i++) expect((await decide("d-admitted")).status).toBe(200);
     expect(await sample("svc_meter_count_admissions_total")).toBe(before + 3);
     expect(await sample("svc_meter_count_admission_statements_total")).toBeGreaterThanOrEqual(1);
