@@ -10,6 +10,7 @@ import { OPERATOR_TOKEN } from "../helpers/harness";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch-dirs";
 import { within } from "../helpers/second-process";
+import { adminPost } from "../helpers/server-processes";
 import { DOCUMENT, ORIGIN } from "./document";
 
 const dataDir = scratchDir("svc-decide-thread-");
@@ -28,15 +29,7 @@ const env = {
 let server: ServerProcess;
 let key = { key: "", id: "" };
 
-async function admin(path: string, body: unknown) {
-  const response = await fetch(`${server.url}/admin${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  expect(response.status).toBeLessThan(300);
-  return response.json();
-}
+const admin = (path: string, body: unknown) => adminPost(server, path, body);
 
 function decide(deviceId: string, apiKey = key.key) {
   return fetch(`${server.url}/v1/decide`, {

@@ -9,6 +9,7 @@ import { emptyServerDatabase } from "../helpers/databases";
 import { OPERATOR_TOKEN } from "../helpers/harness";
 import { type ServerProcess, startServerProcess } from "../helpers/process";
 import { within } from "../helpers/second-process";
+import { seedServerSite } from "../helpers/server-processes";
 import { DOCUMENT } from "./document";
 
 describe.skipIf(!process.env.DATABASE_URL)("the request thread on a Postgres server", () => {
@@ -16,15 +17,6 @@ describe.skipIf(!process.env.DATABASE_URL)("the request thread on a Postgres ser
   let database: { url: string; drop(): Promise<void> };
   let key = "";
 
-  const admin = async (path: string, body: unknown) => {
-    const response = await fetch(`${server.url}/admin${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    expect(response.status).toBeLessThan(300);
-    return response.json();
-  };
   const decide = (deviceId: string) =>
     fetch(`${server.url}/v1/decide`, {
       method: "POST",
@@ -48,10 +40,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the request thread on a Postgres ser
       SVC_DECIDE_THREAD: "on",
       SVC_SEED_DEMO: "0",
     });
-    await admin("/tenants", { id: "default", default: true });
-    await admin("/tenants/default/sites", { id: "news" });
-    await admin("/tenants/default/sites/news/deploy", { document: DOCUMENT });
-    key = ((await admin("/tenants/default/sites/news/keys", { name: "thread" })) as { key: string }).key;
+    key = await seedServerSite(server, DOCUMENT, "thread");
     await within(10_000, async () => (await decide("warm-up")).status === 200);
   }, 60_000);
 

@@ -39,7 +39,7 @@ export function twoServerProcesses(
 }
 
 /** POSTs `body` as the operator to a server process's `/admin${path}`, expecting a 2xx, and answers its JSON. */
-async function adminPost(server: ServerProcess, path: string, body: unknown) {
+export async function adminPost(server: ServerProcess, path: string, body: unknown) {
   const res = await fetch(`${server.url}/admin${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
