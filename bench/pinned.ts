@@ -1,5 +1,5 @@
 /**
- * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node,h1-thread]
+ * The pinned bench: `npm run bench -- --pin [--quick] [--rounds N] [--transports h1,bun,node,h1-thread,h1-noholes]
  * [--compare DIR]...` (DIR: another checkout, e.g. a worktree of an earlier commit, whose svc runs
  * on the first transport in the same rounds, so a before and after share the machine's drift).
  *
@@ -10,7 +10,8 @@
  * decide on `Bun.serve` (bench/minimal-decide.ts), the same fixed answer as the ceiling over our
  * own transport (bench/bare-h1-server.ts), and svc (`bun --smol src/main.ts`, embedded
  * store, or a fresh database on DATABASE_URL's server when it is set) over each SVC_HTTP_SERVER
- * transport asked for (`h1-thread`: h1 served by the decide thread, SVC_DECIDE_THREAD=on). Per server: req/s under wrk (closed loop,
+ * transport asked for (`h1-thread`: h1 served by the decide thread, SVC_DECIDE_THREAD=on; `h1-noholes`: h1 with
+ * MIMALLOC_PURGE_HOLES=0). Per server: req/s under wrk (closed loop,
  * 64 connections, 300 keys rotating, 5 features a request, signed content, a count meter), the
  * server's CPU µs per request (utime + stime from /proc/<pid>/stat over the segment, divided by
  * the requests it answered), the share of the ceiling, and p50/p99 at a fixed 5,000 req/s from
@@ -49,8 +50,19 @@ interface PinnedConfig {
   compare: string[];
 }
 
-/** What `--transports` may name: SVC_HTTP_SERVER's values, and h1 served by the decide thread. */
-const TRANSPORTS = new Set(["h1", "bun", "node", "h1-thread"]);
+/**
+ * What `--transports` may name, each with svc's environment and what its row says: SVC_HTTP_SERVER's
+ * values, h1 served by the decide thread, and h1 with the allocator's hole sweeps off
+ * (docs/deploying.md, "Tail latency").
+ */
+const SVC_MODES: Record<string, { readonly env: Record<string, string>; readonly setting: string }> = {
+  h1: { env: { SVC_HTTP_SERVER: "h1" }, setting: "SVC_HTTP_SERVER=h1" },
+  bun: { env: { SVC_HTTP_SERVER: "bun" }, setting: "SVC_HTTP_SERVER=bun" },
+  node: { env: { SVC_HTTP_SERVER: "node" }, setting: "SVC_HTTP_SERVER=node" },
+  "h1-thread": { env: { SVC_HTTP_SERVER: "h1", SVC_DECIDE_THREAD: "on" }, setting: "SVC_DECIDE_THREAD=on" },
+  "h1-noholes": { env: { SVC_HTTP_SERVER: "h1", MIMALLOC_PURGE_HOLES: "0" }, setting: "MIMALLOC_PURGE_HOLES=0" },
+};
+const MODE_NAMES = Object.keys(SVC_MODES).join(",");
 
 export function parsePinned(argv: readonly string[]): PinnedConfig {
   const args = argv.filter((a) => a !== "--" && a !== "--pin");
@@ -66,11 +78,11 @@ export function parsePinned(argv: readonly string[]): PinnedConfig {
     else if (a === "--compare") cfg.compare.push(String(args[++i]));
     else
       throw new Error(
-        `unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports h1,bun,node,h1-thread] [--compare DIR]...)`,
+        `unknown argument ${a} (pinned mode: --pin [--quick] [--rounds N] [--transports ${MODE_NAMES}] [--compare DIR]...)`,
       );
   }
-  const unknown = cfg.transports.filter((t) => !TRANSPORTS.has(t));
-  if (unknown.length > 0) throw new Error(`--transports names ${unknown.join(", ")}: use h1, bun, node or h1-thread`);
+  const unknown = cfg.transports.filter((t) => !Object.hasOwn(SVC_MODES, t));
+  if (unknown.length > 0) throw new Error(`--transports names ${unknown.join(", ")}: use one of ${MODE_NAMES}`);
   if (!Number.isInteger(cfg.rounds) || cfg.rounds < 1) throw new Error("--rounds needs a positive integer");
   return cfg;
 }
@@ -180,13 +192,12 @@ function fixedSummary(windows: readonly FixedWindow[]) {
 async function startSvc(transport: string, workDir: string, bodies: readonly string[], root?: string): Promise<Target> {
   const commit = root === undefined ? undefined : commandOutput(["git", "-C", root, "rev-parse", "--short", "HEAD"]);
   const name = commit === undefined ? transport : `${transport}-${commit}`;
+  const mode = SVC_MODES[transport] as (typeof SVC_MODES)[string];
   const server: ServerHandle = await startDecideServer({
     label: `pinned-${name}`,
     root,
     cpus: SERVER_CPUS,
-    // `h1-thread`: the h1 transport served by the decide thread (SVC_DECIDE_THREAD=on).
-    env:
-      transport === "h1-thread" ? { SVC_HTTP_SERVER: "h1", SVC_DECIDE_THREAD: "on" } : { SVC_HTTP_SERVER: transport },
+    env: mode.env,
     // DATABASE_URL set: svc on a fresh database of that Postgres server (its process unpinned).
     databaseUrl: process.env.DATABASE_URL,
   });
@@ -196,12 +207,7 @@ async function startSvc(transport: string, workDir: string, bodies: readonly str
   const keys = await issueKeys(server, KEYS, `pinned-${transport}`);
   const files = writeLoadFiles(dir, keys, bodies);
   return {
-    label:
-      transport === "h1-thread"
-        ? `svc (SVC_DECIDE_THREAD=on)${commit === undefined ? "" : ` at ${commit}`}`
-        : commit === undefined
-          ? `svc (SVC_HTTP_SERVER=${transport})`
-          : `svc at ${commit} (SVC_HTTP_SERVER=${transport})`,
+    label: commit === undefined ? `svc (${mode.setting})` : `svc at ${commit} (${mode.setting})`,
     pid: server.pid,
     port: server.port,
     keys,
