@@ -1,7 +1,7 @@
 import type { Socket } from "bun";
 import { ChunkedBody } from "./chunked";
 import { isRefusal, MAX_HEAD, MAX_REQUEST_LINE, parseHead, type Refusal, type RequestHead } from "./head";
-import { type Answer, Output } from "./output";
+import { type Answer, type AnswerWritten, Output } from "./output";
 
 /** How long a request may take to arrive, and a quiet keep-alive connection may stay open. */
 export interface Timeouts {
@@ -35,6 +35,8 @@ export interface ConnectionContext {
   dispatch(connection: Connection, head: RequestHead, body: Uint8Array | undefined): Answer;
   /** A refused request's answer (the error envelope), queued like any other. */
   refusal(connection: Connection, refusal: Refusal): Answer;
+  /** Told of each answer once written (request statistics); absent when nothing counts them. */
+  readonly answerWritten?: AnswerWritten;
 }
 
 /** Answers in flight per connection before it stops reading (pipelining past it waits). */
@@ -82,7 +84,7 @@ export class Connection {
     readonly socket: Socket<unknown>,
     private readonly context: ConnectionContext,
   ) {
-    this.output = new Output(socket, context.date, () => this.afterWrite());
+    this.output = new Output(socket, context.date, () => this.afterWrite(), context.answerWritten);
     this.lastReadAt = this.quietSince = context.now();
   }
 

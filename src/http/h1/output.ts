@@ -17,10 +17,14 @@ export interface Answer {
   /** The UTF-8 length of `bytes` when it is a string and that length is known. */
   length?: number;
   stream: ReadableStream<Uint8Array> | undefined;
-  /** Called once the answer's head is written, or the connection was gone (request stats). */
-  written: ((status: number) => void) | undefined;
   status: number;
 }
+
+/**
+ * Told of each answer once its head is written, or its connection was gone (the server counts
+ * its requests so): one function for every answer, so no answer carries a callback of its own.
+ */
+export type AnswerWritten = (answer: Answer, status: number) => void;
 
 const CRLF = Buffer.from("\r\n");
 /** Bytes of answers written but not yet taken by the socket, past which reading pauses. */
@@ -51,6 +55,7 @@ export class Output {
     private readonly date: () => string,
     /** Called when the queue has room again or empties (the connection reads on, or ends). */
     private readonly onWritten: () => void,
+    private readonly answerWritten?: AnswerWritten,
   ) {}
 
   get idle(): boolean {
@@ -124,7 +129,7 @@ export class Output {
     const at = encodeJson(json, answer, this.date());
     if (this.queue[0] === answer && this.pending.length === 0 && this.streaming === undefined && !this.ending) {
       this.writeRange(at.bytes, at.start, at.end);
-      answer.written?.(200);
+      this.answerWritten?.(answer, 200);
       this.queue.shift();
       if (answer.close) this.end();
     } else {
@@ -150,7 +155,7 @@ export class Output {
       const answer = this.queue[0];
       if (answer?.bytes === undefined) break;
       this.write(answer.bytes, answer.length);
-      answer.written?.(answer.status);
+      this.answerWritten?.(answer, answer.status);
       if (answer.stream !== undefined) {
         this.pump(answer, answer.stream.getReader() as ReadableStreamDefaultReader<Uint8Array>);
         return;
@@ -220,7 +225,7 @@ export class Output {
     this.closed = true;
     this.streaming?.cancel().catch(() => undefined);
     this.streaming = undefined;
-    for (const answer of this.queue) if (answer.bytes !== undefined) answer.written?.(answer.status);
+    for (const answer of this.queue) if (answer.bytes !== undefined) this.answerWritten?.(answer, answer.status);
   }
 
   /** A failed answer leaves a gap in the order: the connection is closed instead. */

@@ -21,6 +21,19 @@ type Handler = NativeRoute;
 // the measured windows").
 const performanceClock = performance;
 
+/**
+ * An answer of this server: with what counting it needs once written (`countPath` set when it is
+ * counted), kept on the answer itself rather than in a callback made for each request.
+ */
+interface CountedAnswer extends Answer {
+  countPath: string | undefined;
+  countStats: ReturnType<AnswerCounter["nativeStats"]> | undefined;
+  countSite: string | undefined;
+  countHead: RequestHead | undefined;
+  countConnection: Connection | undefined;
+  startedAt: number;
+}
+
 /** A hot request waiting for the end of its turn. */
 interface HotWaiting {
   readonly output: Output;
@@ -108,7 +121,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   const connections = new Set<Connection>();
   const usableHost = hostCheck();
 
-  const newAnswer = (head: RequestHead | undefined, requestId: string): Answer => ({
+  const newAnswer = (head: RequestHead | undefined, requestId: string): CountedAnswer => ({
     requestId,
     headOnly: head?.method === "HEAD",
     http10: head?.http10 ?? false,
@@ -116,9 +129,14 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     keepAlive10: head?.http10 === true && head.keepAlive,
     bytes: undefined,
     stream: undefined,
-    written: undefined,
     status: 0,
     length: undefined,
+    countPath: undefined,
+    countStats: undefined,
+    countSite: undefined,
+    countHead: undefined,
+    countConnection: undefined,
+    startedAt: 0,
   });
 
   // Answers found at once are written after the code that found them, not in between: a turn's
@@ -170,37 +188,45 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
   // record here, not a promise.
   const hotTurn = new TurnQueue<HotWaiting>((w) => answerHot(w.output, w.answer, w.light, w.hot));
 
-  /** Counts an answer in the request statistics once its head is written (or its peer is gone). */
+  /** Marks an answer to be counted in the request statistics once written (`answerWritten`). */
   const countWhenWritten = (
     requests: AnswerCounter,
     connection: Connection,
     head: RequestHead,
     path: string,
     native: Handler | undefined,
-    answer: Answer,
+    answer: CountedAnswer,
     startedAt: number,
   ): void => {
-    const stats = native === undefined ? undefined : requests.nativeStats(head.method, path);
-    const site = fieldOf(head, "x-svc-site-id");
-    answer.written = (status) => {
-      try {
-        const seconds = (performanceClock.now() - startedAt) / 1000;
-        requests.answered(
-          stats,
-          head.method,
-          path,
-          status,
-          seconds,
-          answer.requestId,
-          site,
-          // The client address is read only for the access log (off by default).
-          requests.accessLog ? connection.socket.remoteAddress : undefined,
-          requests.accessLog ? fieldOf(head, "x-forwarded-for") : undefined,
-        );
-      } catch {
-        // Counting an answer already written must never fail it.
-      }
-    };
+    answer.countStats = native === undefined ? undefined : requests.nativeStats(head.method, path);
+    answer.countSite = fieldOf(head, "x-svc-site-id");
+    answer.countHead = head;
+    answer.countConnection = connection;
+    answer.startedAt = startedAt;
+    answer.countPath = path;
+  };
+  /** Counts an answer once its head is written, or its peer is gone (`Output` calls it). */
+  const answerWritten = (written: Answer, status: number): void => {
+    const answer = written as CountedAnswer;
+    const head = answer.countHead;
+    if (requests === undefined || answer.countPath === undefined || head === undefined) return;
+    try {
+      const seconds = (performanceClock.now() - answer.startedAt) / 1000;
+      requests.answered(
+        answer.countStats,
+        head.method,
+        answer.countPath,
+        status,
+        seconds,
+        answer.requestId,
+        answer.countSite,
+        // The client address is read only for the access log (off by default).
+        requests.accessLog ? answer.countConnection?.socket.remoteAddress : undefined,
+        requests.accessLog ? fieldOf(head, "x-forwarded-for") : undefined,
+      );
+    } catch {
+      // Counting an answer already written must never fail it.
+    }
   };
 
   /**
@@ -211,7 +237,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     connection: Connection,
     head: RequestHead,
     body: Uint8Array | undefined,
-    answer: Answer,
+    answer: CountedAnswer,
     path: string,
     native: Handler | undefined,
     startedAt: number,
@@ -273,6 +299,7 @@ export function serveOverH1<A extends ServedApp>(app: A, options: H1ServerOption
     now: () => clock,
     clockSlackMs: sweepMs,
     date: () => date,
+    answerWritten: requests === undefined ? undefined : answerWritten,
     refusal(connection: Connection, refusal: Refusal): Answer {
       const answer = newAnswer(undefined, requestIdOf(undefined));
       answer.close = true;
